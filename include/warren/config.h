@@ -1,0 +1,71 @@
+/*
+ * The configuration: one declarative table (src/common/config_table.c) lists every key with
+ * its type, default, bounds, secrecy and help. Parsing, validation, WARREN__* environment
+ * overrides, `warren config check` and docs/configuration.md all come from that table.
+ */
+#ifndef WARREN_CONFIG_H
+#define WARREN_CONFIG_H
+
+#include <stdio.h>
+#include "warren/common.h"
+
+typedef enum { QUEUE_CLASSIC = 0, QUEUE_QUORUM } queue_type_t;
+
+/* Effective configuration. Strings are owned by the struct and freed by cfg_free(). */
+typedef struct warren_config {
+    struct { char *url; int connect_timeout_s; } database;
+    struct {
+        char *url;
+        int heartbeat_s;
+        int prefetch;
+        int worker_queue_ttl_ms;
+        int queue_type;                  /* queue_type_t */
+        int connect_timeout_ms;
+        int publish_timeout_ms;          /* bound on every publish + confirm */
+        struct { bool enabled; char *exchange; char *queue; int ttl_ms; } dead_letter;
+        struct { char *executions; } exchanges;
+        struct { char *results; char *heartbeats; } queues;
+    } rabbitmq;                          /* key prefix: message_queue.rabbitmq */
+    struct { struct { int failure_threshold; int success_threshold; int open_timeout_s; } messaging; }
+        circuit_breaker;
+    struct { int level; int format; } log; /* log_level_t, log_format_t */
+    struct {
+        int poll_interval_ms;            /* scheduler tick when idle */
+        int batch_size;                  /* executions claimed / results applied per round trip */
+        int scheduled_timeout_s;         /* scheduled longer than this -> failed */
+        int heartbeat_stale_factor;      /* worker live while heartbeat age < factor * interval */
+        int monitor_interval_s;          /* timeout monitor period; 0 disables it */
+        int dlq_retry_delay_ms;          /* delay before retrying a dead letter after a DB error */
+    } executor;
+    struct {
+        char *name;                      /* "" -> WARREN_WORKER_NAME or host name */
+        int max_concurrency;
+        int heartbeat_interval_s;
+        char *handlers_dir;
+        int default_timeout_s;
+        int kill_grace_s;
+        int shutdown_timeout_s;
+        int max_output_bytes;
+    } worker;
+    unsigned char source[96];            /* cfg_source_t per table row; managed by config.c */
+} warren_config_t;
+
+typedef enum { CFG_SRC_DEFAULT = 0, CFG_SRC_FILE, CFG_SRC_ENV } cfg_source_t;
+
+/*
+ * Load defaults, then `path` (NULL: $WARREN_CONFIG, else no file), then WARREN__* variables.
+ * On error returns -1 and writes "FILE:LINE: key: problem" style text into err.
+ * The caller frees the result with cfg_free() (also after a failed load).
+ */
+int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen) WARN_UNUSED;
+void cfg_free(warren_config_t *cfg);
+/* Where the effective value of `key` came from; CFG_SRC_DEFAULT for unknown keys. */
+cfg_source_t cfg_source(const warren_config_t *cfg, const char *key);
+/* Print every key, its effective value (secrets masked) and its source. */
+void cfg_print(const warren_config_t *cfg, FILE *out);
+/* Write docs/configuration.md (Markdown) generated from the table. */
+void cfg_write_docs(FILE *out);
+/* Mask the password in a URL: "amqp://u:secret@h" -> "amqp://u:****@h". Returns malloc'd text. */
+char *cfg_mask_url(const char *url);
+
+#endif

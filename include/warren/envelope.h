@@ -1,0 +1,65 @@
+/*
+ * The JSON message envelope shared with the existing topology:
+ * {message_id, correlation_id, message_type, version, timestamp (RFC 3339 UTC),
+ *  headers {source, attempt, trace_id}, payload}. Parsing is strict and bounded.
+ */
+#ifndef WARREN_ENVELOPE_H
+#define WARREN_ENVELOPE_H
+
+#include <json-c/json.h>
+#include "warren/common.h"
+
+#define ENVELOPE_MAX_BYTES (1024 * 1024)
+#define ENVELOPE_ID_MAX 128
+
+typedef enum {
+    MSG_UNKNOWN = 0,
+    MSG_EXECUTION_REQUESTED,      /* executor -> worker: dispatch */
+    MSG_EXECUTION_STATUS_CHANGED, /* worker -> executor: running */
+    MSG_EXECUTION_COMPLETED,      /* worker -> executor: terminal result */
+    MSG_WORKER_HEARTBEAT,         /* worker -> executor: announce, heartbeat, stopping */
+} msg_type_t;
+
+const char *msg_type_name(msg_type_t t);
+msg_type_t msg_type_parse(const char *s);
+
+typedef struct envelope {
+    char message_id[ENVELOPE_ID_MAX];
+    char correlation_id[ENVELOPE_ID_MAX];
+    msg_type_t type;
+    char type_name[64];           /* as received, also for unknown types */
+    int version;
+    char timestamp[40];
+    char source[64];
+    int attempt;
+    char trace_id[ENVELOPE_ID_MAX];
+    json_object *payload;         /* owned: released by envelope_free() */
+} envelope_t;
+
+/* Build an envelope around payload (takes ownership of payload). Caller frees the result
+ * with free(); *len gets its length. NULL on OOM. */
+char *envelope_encode(msg_type_t type, const char *message_id, const char *correlation_id,
+                      const char *source, int attempt, const char *trace_id,
+                      json_object *payload, size_t *len);
+/* Parse body of len bytes. On error returns -1 and names the field and problem in err. */
+int envelope_decode(const void *body, size_t len, envelope_t *out, char *err, size_t errlen) WARN_UNUSED;
+void envelope_free(envelope_t *e);
+
+/* Dispatch payload (ExecutionRequested). */
+typedef struct dispatch {
+    int64_t execution_id;
+    char worker_id[65];
+    char action_ref[256];
+    json_object *params;          /* borrowed from the envelope payload */
+    int attempt;
+    int timeout_s;
+} dispatch_t;
+int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size_t errlen) WARN_UNUSED;
+json_object *dispatch_to_payload(const dispatch_t *d);
+
+/* A new random message id (UUID v4 text) into buf of at least 37 bytes. */
+void envelope_new_id(char *buf, size_t len);
+/* Current time as RFC 3339 UTC with milliseconds into buf of at least 32 bytes. */
+void envelope_timestamp(char *buf, size_t len);
+
+#endif

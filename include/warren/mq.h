@@ -1,0 +1,112 @@
+/*
+ * MessageClient: the one module that owns a rabbitmq-c connection. Connect with timeouts and
+ * capabilities, keep heartbeats alive when pumped, publish with confirms (bounded in time),
+ * consume, ack/nack, reconnect. Publish and consume go through the messaging circuit breaker;
+ * ack, nack and health checks bypass it. One client per thread: nothing here is shared.
+ */
+#ifndef WARREN_MQ_H
+#define WARREN_MQ_H
+
+#include <amqp.h>
+#include "warren/breaker.h"
+#include "warren/confirm.h"
+#include "warren/config.h"
+
+/* Distinct results so callers can tell "broker said no" from "breaker said no". */
+typedef enum {
+    MQ_OK = 0,
+    MQ_ERR_BREAKER_OPEN = -2,  /* fail fast: the breaker is open, nothing was sent */
+    MQ_ERR_NACKED = -3,        /* the broker nacked the publish */
+    MQ_ERR_RETURNED = -4,      /* mandatory publish was unroutable (basic.return) */
+    MQ_ERR_TIMEOUT = -5,       /* no confirm within publish_timeout_ms */
+    MQ_ERR_CONNECTION = -6,    /* socket/connection/channel failure; reconnect pending */
+    MQ_ERR_CLOSED_BY_BROKER = -7, /* channel.close from the broker (e.g. 404, 406) */
+} mq_status_t;
+
+typedef struct mq_options {
+    const char *url;              /* amqp://user:pass@host:port/vhost */
+    int heartbeat_s;
+    int connect_timeout_ms;
+    int publish_timeout_ms;
+    int prefetch;
+    int breaker_failure_threshold;
+    int breaker_success_threshold;
+    int breaker_open_timeout_s;
+    const char *app_id;           /* "warren-executor", "warren-worker" */
+} mq_options_t;
+
+void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id);
+
+/* One message to publish. Properties follow the management-UI conventions in the issue. */
+typedef struct mq_message {
+    const char *exchange;
+    const char *routing_key;
+    const void *body;
+    size_t body_len;
+    const char *message_id;       /* NULL: generated */
+    const char *correlation_id;   /* optional */
+    const char *type;             /* message type, e.g. "ExecutionRequested" */
+    const char *execution_id;     /* optional; sent as header "execution_id" */
+    bool mandatory;               /* unroutable -> MQ_ERR_RETURNED */
+    int64_t expiration_ms;        /* per-message TTL; 0: none */
+} mq_message_t;
+
+/* A delivered message. Owned by the client until the next mq_consume_next() or mq_free_delivery(). */
+typedef struct mq_delivery {
+    uint64_t delivery_tag;
+    bool redelivered;
+    char *exchange, *routing_key, *consumer_tag;
+    char *message_id, *correlation_id, *type, *content_type;
+    int64_t timestamp;            /* seconds; 0 if absent */
+    void *body;
+    size_t body_len;
+    amqp_table_t headers;         /* raw headers (x-death etc.); valid until freed */
+    amqp_envelope_t envelope_;    /* private */
+} mq_delivery_t;
+
+typedef struct mq_client mq_client_t;
+
+/* Create (no I/O yet). Caller frees with mq_destroy(). */
+mq_client_t *mq_new(const mq_options_t *opts);
+void mq_destroy(mq_client_t *c);
+/* Connect, log in (capabilities consumer_cancel_notify, connection.blocked), open channel,
+ * confirm.select, basic.qos(prefetch). Idempotent when connected. */
+int mq_connect(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
+void mq_disconnect(mq_client_t *c);
+bool mq_connected(const mq_client_t *c);
+/* Socket fd for an event loop, -1 when disconnected. */
+int mq_fd(const mq_client_t *c);
+
+/* Publish one message and wait for its confirm. Returns mq_status_t. */
+int mq_publish(mq_client_t *c, const mq_message_t *m) WARN_UNUSED;
+/* Publish n messages pipelined, then wait for all confirms; results[i] gets each status.
+ * Returns MQ_OK when all succeeded, else the first failure. */
+int mq_publish_batch(mq_client_t *c, const mq_message_t *msgs, size_t n, int *results) WARN_UNUSED;
+
+/* Start consuming `queue` (manual ack). Goes through the breaker. */
+int mq_consume(mq_client_t *c, const char *queue, char *err, size_t errlen) WARN_UNUSED;
+/* Wait up to timeout_ms for the next delivery. Returns 1 with *out filled, 0 on timeout,
+ * or a negative mq_status_t. Services heartbeats and async frames (channel.close,
+ * basic.cancel, connection.blocked) while waiting. */
+int mq_consume_next(mq_client_t *c, int timeout_ms, mq_delivery_t **out) WARN_UNUSED;
+void mq_free_delivery(mq_client_t *c, mq_delivery_t *d);
+/* Ack / nack bypass the breaker. */
+int mq_ack(mq_client_t *c, uint64_t delivery_tag, bool multiple) WARN_UNUSED;
+int mq_nack(mq_client_t *c, uint64_t delivery_tag, bool requeue) WARN_UNUSED;
+/* Service the connection without blocking: heartbeats, buffered frames. Call from a timer. */
+int mq_pump(mq_client_t *c) WARN_UNUSED;
+
+/* Raw channel access for topology declarations (bypasses the breaker; admin path). */
+amqp_connection_state_t mq_conn(mq_client_t *c);
+int mq_channel(const mq_client_t *c);
+/* After a channel.close from the broker: answer close-ok and reopen. Error text of the close in err. */
+int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
+
+/* Breaker state and counters for health/metrics. */
+const breaker_t *mq_breaker(const mq_client_t *c);
+/* Describe an rpc reply ("404 NOT_FOUND - no exchange 'x'") into buf. */
+void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len);
+/* Find a header value as a string (UTF-8 'S' kind); NULL when absent. Returns malloc'd copy. */
+char *mq_header_string(const amqp_table_t *headers, const char *key);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * Broker topology: the executions exchange, the dead-letter exchange and queue, per-worker
+ * TTL queues, and the executor's result/heartbeat queues. Declare and verify (drift report).
+ *
+ * Dead-letter routing: attune.dlx is a FANOUT exchange, so dead letters keep their original
+ * routing key (execution.dispatch.worker.N) and still reach attune.dlx.queue — the reference
+ * design's direct exchange bound with '#' matches nothing and drops them.
+ */
+#ifndef WARREN_TOPOLOGY_H
+#define WARREN_TOPOLOGY_H
+
+#include "warren/config.h"
+#include "warren/mq.h"
+
+#define WORKER_ID_MAX 64
+
+/* Worker ids become queue names and routing keys: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
+bool topo_worker_id_valid(const char *id);
+/* "worker.{id}.executions" and "execution.dispatch.worker.{id}" into buf; -1 if too long. */
+int topo_worker_queue(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
+int topo_dispatch_key(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
+
+/* Declare exchanges and the dead-letter queue, and the executor's queues. A 406
+ * "inequivalent arg" becomes an operator-readable message in err, not a crash. */
+int topo_declare_common(mq_client_t *c, const warren_config_t *cfg, char *err, size_t errlen) WARN_UNUSED;
+/* Declare and bind one worker's queue with TTL and DLX (quorum args when configured). */
+int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *worker_id,
+                        char *err, size_t errlen) WARN_UNUSED;
+
+/* Compare the live broker (via passive declares and the management API when mgmt_url is
+ * given) with the configuration; print one line per drift to out. Returns the number of
+ * drifts found, or -1 when the broker cannot be inspected. worker_ids may be NULL. */
+int topo_verify(mq_client_t *c, const warren_config_t *cfg, const char *mgmt_url,
+                const char *const *worker_ids, size_t n_workers, FILE *out);
+
+#endif
