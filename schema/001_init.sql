@@ -26,7 +26,7 @@ CREATE TABLE executions (
     error         text,
     created_at    timestamptz NOT NULL DEFAULT now(),
     updated_at    timestamptz NOT NULL DEFAULT now(),
-    scheduled_at  timestamptz,          -- when the dispatch was confirmed by the broker
+    scheduled_at  timestamptz,          -- when the last dispatch was committed (before publish)
     started_at    timestamptz,          -- when the worker reported it running
     ended_at      timestamptz,          -- when it reached a terminal status
 
@@ -47,7 +47,7 @@ CREATE TABLE executions (
 -- Scheduler: claim the oldest requested executions (ORDER BY created_at, id ... SKIP LOCKED).
 -- Partial, so it stays as small as the backlog however large the history grows.
 CREATE INDEX executions_requested_idx ON executions (created_at, id) WHERE status = 'requested';
--- Timeout monitor: dispatches the broker accepted but no worker picked up in time.
+-- Timeout monitor: dispatches no worker picked up within executor.scheduled_timeout_s.
 CREATE INDEX executions_scheduled_idx ON executions (scheduled_at) WHERE status = 'scheduled';
 -- Per-worker in-flight work: capacity checks and abandoning the work of a stale worker.
 CREATE INDEX executions_active_worker_idx ON executions (worker)
