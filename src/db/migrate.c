@@ -138,6 +138,11 @@ static int mig_list(const char *dir, mig_set_t *set, char *err, size_t errlen)
     closedir(d);
     if (rc != 0)
         return -1;
+    if (set->n == 0) {
+        /* Surely a wrong directory, not a schema with nothing in it. */
+        snprintf(err, errlen, "no migrations (NNN_name.sql) in %s", dir);
+        return -1;
+    }
     qsort(set->files, set->n, sizeof *set->files, mig_cmp);
     for (size_t i = 1; i < set->n; i++) {
         if (set->files[i].number == set->files[i - 1].number) {
@@ -152,20 +157,24 @@ static int mig_list(const char *dir, mig_set_t *set, char *err, size_t errlen)
 static int mig_read(mig_file_t *f, char *err, size_t errlen)
 {
     FILE *fp = fopen(f->path, "rb");
-    if (!fp) {
+    struct stat st;
+    if (!fp || fstat(fileno(fp), &st) != 0) {
         snprintf(err, errlen, "cannot read %s: %s", f->path, strerror(errno));
+        if (fp)
+            fclose(fp);
         return -1;
     }
-    f->sql = malloc(MIGRATION_MAX_BYTES + 1);
-    f->len = f->sql ? fread(f->sql, 1, MIGRATION_MAX_BYTES + 1, fp) : 0;
-    bool failed = ferror(fp);
-    fclose(fp);
-    if (!f->sql || failed) {
-        snprintf(err, errlen, "cannot read %s: %s", f->path, f->sql ? "I/O error" : "out of memory");
-        return -1;
-    }
-    if (f->len > MIGRATION_MAX_BYTES) {
+    if (st.st_size > MIGRATION_MAX_BYTES) {
         snprintf(err, errlen, "%s: larger than %d bytes", f->path, MIGRATION_MAX_BYTES);
+        fclose(fp);
+        return -1;
+    }
+    f->sql = malloc((size_t)st.st_size + 1);
+    f->len = f->sql ? fread(f->sql, 1, (size_t)st.st_size, fp) : 0;
+    bool failed = !f->sql || ferror(fp) || f->len != (size_t)st.st_size;
+    fclose(fp);
+    if (failed) {
+        snprintf(err, errlen, "cannot read %s: %s", f->path, f->sql ? "short read" : "out of memory");
         return -1;
     }
     f->sql[f->len] = '\0';
