@@ -287,24 +287,28 @@ static void mig_warn_orphans(const mig_set_t *set, const char *dir)
                    "dir", dir, NULL);
 }
 
-/* Statement excerpt for messages: whitespace runs collapsed, cut at EXCERPT_CHARS. */
-static void mig_excerpt(const char *s, size_t len, char *buf, size_t buflen)
+/* Statement excerpt for messages: whitespace runs collapsed, cut near EXCERPT_CHARS bytes on
+ * a character boundary. buf holds at least EXCERPT_CHARS + 8 bytes. */
+static void mig_excerpt(const char *s, size_t len, char *buf)
 {
-    size_t o = 0;
+    size_t o = 0, i = 0;
     bool space = false;
-    for (size_t i = 0; i < len && o + 4 < buflen && o < EXCERPT_CHARS; i++) {
-        if (isspace((unsigned char)s[i])) {
+    for (; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (isspace(c)) {
             space = o > 0;
             continue;
         }
+        /* Finish a multi-byte character, but a long run of continuation bytes is not UTF-8. */
+        bool continuation = (c & 0xC0) == 0x80;
+        if ((o >= EXCERPT_CHARS && !continuation) || o >= EXCERPT_CHARS + 2)
+            break;
         if (space)
             buf[o++] = ' ';
         space = false;
-        buf[o++] = s[i];
+        buf[o++] = (char)c;
     }
-    buf[o] = '\0';
-    if (o >= EXCERPT_CHARS && o + 4 <= buflen)
-        strcat(buf, "...");
+    memcpy(buf + o, i < len ? "..." : "", i < len ? 4 : 1);
 }
 
 /* "FILE:LINE: statement `excerpt` (line N) failed: why"; the excerpt comes before the
@@ -314,7 +318,7 @@ static void mig_statement_error(PGconn *db, const PGresult *res, const mig_file_
 {
     char why[ERRBUF_SIZE], excerpt[EXCERPT_CHARS + 8];
     db_describe_error(db, res, why, sizeof why);
-    mig_excerpt(f->sql + st->start, st->len, excerpt, sizeof excerpt);
+    mig_excerpt(f->sql + st->start, st->len, excerpt);
     int line = st->line;
     const char *pos = res ? PQresultErrorField(res, PG_DIAG_STATEMENT_POSITION) : NULL;
     if (pos) {
