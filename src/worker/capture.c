@@ -85,7 +85,8 @@ int capture_append(capture_t *c, const void *data, size_t n)
     return c->keep_tail ? tail_append(c, data, n) : head_append(c, data, n);
 }
 
-size_t utf8_valid_seq(const unsigned char *s, size_t n)
+/* Length of the valid UTF-8 sequence at s (n bytes available), 0 when it is invalid. */
+static size_t utf8_valid_seq(const unsigned char *s, size_t n)
 {
     if (n == 0)
         return 0;

@@ -40,7 +40,4 @@ char *capture_text(const capture_t *c);
 char *capture_result_json(const char *text, size_t len, bool truncated, bool empty_is_object,
                           bool *oom);
 
-/* Length of the valid UTF-8 sequence at s (n bytes available), 0 when it is invalid. */
-size_t utf8_valid_seq(const unsigned char *s, size_t n);
-
 #endif

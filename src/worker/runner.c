@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "warren/log.h"
 #include "worker/capture.h"
-#include "worker/registry.h"
+#include "worker/handlers.h"
 #include "worker/runner.h"
 
 #define READ_CHUNK 65536
@@ -59,7 +59,7 @@ struct runner {
     char *handlers_dir;
     size_t max_output_bytes, stderr_tail_bytes;
     int kill_grace_s, default_timeout_s;
-    registry_t *registry;
+    handlers_t *handlers;             /* in-process handlers */
     struct event *ev_sigchld, *ev_sweep;
     job_t *jobs;                      /* every job whose done_cb has not been called */
     size_t running;
@@ -530,13 +530,13 @@ int runner_start(runner_t *r, const runner_job_t *spec, runner_done_cb done_cb, 
         snprintf(err, errlen, "execution %" PRId64 ": out of memory", spec->execution_id);
         return -1;
     }
-    const warren_handler_t *h = registry_find(r->registry, j->action_ref);
+    const warren_handler_t *h = handlers_find(r->handlers, j->action_ref);
     if (h) {
         job_run_inproc(j, h);
         return 0;
     }
     char path[4096], why[ERRBUF_SIZE];
-    if (registry_exec_path(r->handlers_dir, j->action_ref, path, sizeof path, why, sizeof why) <
+    if (handlers_exec_path(r->handlers_dir, j->action_ref, path, sizeof path, why, sizeof why) <
             0 ||
         job_spawn(j, path, why, sizeof why) < 0) {
         job_fail(j, why);
@@ -565,13 +565,13 @@ void runner_terminate_all(runner_t *r)
 bool runner_has_handler(const runner_t *r, const char *action_ref)
 {
     char path[4096], err[ERRBUF_SIZE];
-    return registry_find(r->registry, action_ref) ||
-           registry_exec_path(r->handlers_dir, action_ref, path, sizeof path, err, sizeof err) == 0;
+    return handlers_find(r->handlers, action_ref) ||
+           handlers_exec_path(r->handlers_dir, action_ref, path, sizeof path, err, sizeof err) == 0;
 }
 
 json_object *runner_handlers(const runner_t *r)
 {
-    return registry_list(r->registry, r->handlers_dir);
+    return handlers_list(r->handlers, r->handlers_dir);
 }
 
 static void on_sweep(evutil_socket_t fd, short what, void *arg)
@@ -623,16 +623,16 @@ runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *e
     r->kill_grace_s = opts->kill_grace_s > 0 ? opts->kill_grace_s : 0;
     r->default_timeout_s = opts->default_timeout_s;
     r->handlers_dir = strdup(opts->handlers_dir);
-    r->registry = registry_new();
+    r->handlers = handlers_new();
     r->ev_sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);
     r->ev_sweep = event_new(base, -1, EV_PERSIST, on_sweep, r);
-    if (!r->handlers_dir || !r->registry || !r->ev_sigchld || !r->ev_sweep ||
+    if (!r->handlers_dir || !r->handlers || !r->ev_sigchld || !r->ev_sweep ||
         event_add(r->ev_sigchld, NULL) < 0) {
         snprintf(err, errlen, "cannot set up the runner (out of memory or no SIGCHLD event)");
         runner_free(r);
         return NULL;
     }
-    int modules = registry_load_dir(r->registry, r->handlers_dir);
+    int modules = handlers_load_dir(r->handlers, r->handlers_dir);
     char n[16];
     snprintf(n, sizeof n, "%d", modules);
     log_kv(LOG_INFO, "runner ready", "handlers_dir", r->handlers_dir, "modules", n, NULL);
@@ -662,7 +662,7 @@ void runner_free(runner_t *r)
         event_free(r->ev_sigchld);
     if (r->ev_sweep)
         event_free(r->ev_sweep);
-    registry_free(r->registry);
+    handlers_free(r->handlers);
     free(r->handlers_dir);
     free(r);
 }

@@ -8,17 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "warren/log.h"
-#include "worker/registry.h"
+#include "worker/handlers.h"
 
 #define REF_MAX 255
 
-typedef struct registry_entry {
+typedef struct handlers_entry {
     const warren_handler_t *desc;
     void *module; /* dlopen handle, NULL for built-ins */
-} registry_entry_t;
+} handlers_entry_t;
 
-struct registry {
-    registry_entry_t *entries;
+struct handlers {
+    handlers_entry_t *entries;
     size_t count;
     size_t alloc;
 };
@@ -35,18 +35,18 @@ static const warren_handler_t builtin_noop = {
     .run = noop_run,
 };
 
-registry_t *registry_new(void)
+handlers_t *handlers_new(void)
 {
-    registry_t *r = calloc(1, sizeof *r);
+    handlers_t *r = calloc(1, sizeof *r);
     char err[ERRBUF_SIZE];
-    if (r && registry_add(r, &builtin_noop, "built-in", err, sizeof err) < 0) {
-        registry_free(r);
+    if (r && handlers_add(r, &builtin_noop, "built-in", err, sizeof err) < 0) {
+        handlers_free(r);
         return NULL;
     }
     return r;
 }
 
-void registry_free(registry_t *r)
+void handlers_free(handlers_t *r)
 {
     if (!r)
         return;
@@ -57,7 +57,7 @@ void registry_free(registry_t *r)
     free(r);
 }
 
-bool registry_valid_ref(const char *ref)
+bool handlers_valid_ref(const char *ref)
 {
     size_t n = ref ? strlen(ref) : 0;
     if (n == 0 || n > REF_MAX || ref[0] == '.')
@@ -65,7 +65,7 @@ bool registry_valid_ref(const char *ref)
     return strspn(ref, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
 
-const warren_handler_t *registry_find(const registry_t *r, const char *ref)
+const warren_handler_t *handlers_find(const handlers_t *r, const char *ref)
 {
     for (size_t i = 0; i < r->count; i++)
         if (!strcmp(r->entries[i].desc->action_ref, ref))
@@ -73,21 +73,21 @@ const warren_handler_t *registry_find(const registry_t *r, const char *ref)
     return NULL;
 }
 
-static int add_entry(registry_t *r, const warren_handler_t *desc, void *module)
+static int add_entry(handlers_t *r, const warren_handler_t *desc, void *module)
 {
     if (r->count == r->alloc) {
         size_t n = r->alloc ? r->alloc * 2 : 8;
-        registry_entry_t *p = realloc(r->entries, n * sizeof *p);
+        handlers_entry_t *p = realloc(r->entries, n * sizeof *p);
         if (!p)
             return -1;
         r->entries = p;
         r->alloc = n;
     }
-    r->entries[r->count++] = (registry_entry_t){desc, module};
+    r->entries[r->count++] = (handlers_entry_t){desc, module};
     return 0;
 }
 
-static int check_desc(const registry_t *r, const warren_handler_t *desc, const char *origin,
+static int check_desc(const handlers_t *r, const warren_handler_t *desc, const char *origin,
                       char *err, size_t errlen)
 {
     if (desc->abi_version != WARREN_HANDLER_ABI) {
@@ -95,7 +95,7 @@ static int check_desc(const registry_t *r, const warren_handler_t *desc, const c
                  (unsigned)desc->abi_version, WARREN_HANDLER_ABI);
         return -1;
     }
-    if (!registry_valid_ref(desc->action_ref)) {
+    if (!handlers_valid_ref(desc->action_ref)) {
         snprintf(err, errlen, "%s: invalid action_ref '%s'", origin,
                  desc->action_ref ? desc->action_ref : "(null)");
         return -1;
@@ -104,14 +104,14 @@ static int check_desc(const registry_t *r, const warren_handler_t *desc, const c
         snprintf(err, errlen, "%s: %s has no run function", origin, desc->action_ref);
         return -1;
     }
-    if (registry_find(r, desc->action_ref)) {
+    if (handlers_find(r, desc->action_ref)) {
         snprintf(err, errlen, "%s: %s is already registered", origin, desc->action_ref);
         return -1;
     }
     return 0;
 }
 
-int registry_add(registry_t *r, const warren_handler_t *desc, const char *origin, char *err,
+int handlers_add(handlers_t *r, const warren_handler_t *desc, const char *origin, char *err,
                  size_t errlen)
 {
     if (check_desc(r, desc, origin, err, errlen) < 0)
@@ -135,7 +135,7 @@ static int is_module(const struct dirent *d)
 }
 
 /* Load one module; 0 when its handler was added. The module stays open while registered. */
-static int load_module(registry_t *r, const char *dir, const char *name)
+static int load_module(handlers_t *r, const char *dir, const char *name)
 {
     char path[4096], err[ERRBUF_SIZE];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -161,7 +161,7 @@ static int load_module(registry_t *r, const char *dir, const char *name)
     return -1;
 }
 
-int registry_load_dir(registry_t *r, const char *dir)
+int handlers_load_dir(handlers_t *r, const char *dir)
 {
     struct dirent **names;
     int n = scandir(dir, &names, is_module, alphasort);
@@ -186,10 +186,10 @@ static bool is_executable_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-int registry_exec_path(const char *dir, const char *ref, char *path, size_t pathlen, char *err,
+int handlers_exec_path(const char *dir, const char *ref, char *path, size_t pathlen, char *err,
                        size_t errlen)
 {
-    if (!registry_valid_ref(ref)) {
+    if (!handlers_valid_ref(ref)) {
         snprintf(err, errlen, "invalid action_ref '%.64s': use 1-255 of A-Z a-z 0-9 . _ -, "
                  "not starting with '.'", ref ? ref : "");
         return -1;
@@ -204,7 +204,7 @@ int registry_exec_path(const char *dir, const char *ref, char *path, size_t path
 
 static int is_exec_candidate(const struct dirent *d)
 {
-    return registry_valid_ref(d->d_name) && !has_suffix(d->d_name, ".so");
+    return handlers_valid_ref(d->d_name) && !has_suffix(d->d_name, ".so");
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -214,7 +214,7 @@ static int cmp_str(const void *a, const void *b)
 
 /* The in-process handlers' names plus those of the executables among ents (scandir's result
  * for dir), unsorted and borrowed. */
-static size_t collect_names(const registry_t *r, const char *dir, struct dirent **ents, int n,
+static size_t collect_names(const handlers_t *r, const char *dir, struct dirent **ents, int n,
                             const char **out)
 {
     size_t count = 0;
@@ -229,7 +229,7 @@ static size_t collect_names(const registry_t *r, const char *dir, struct dirent 
     return count;
 }
 
-json_object *registry_list(const registry_t *r, const char *dir)
+json_object *handlers_list(const handlers_t *r, const char *dir)
 {
     struct dirent **ents = NULL;
     int n = scandir(dir, &ents, is_exec_candidate, NULL);
