@@ -172,11 +172,12 @@ static void job_fail(job_t *j, const char *error)
     job_finish(j);
 }
 
-static void job_set_result(job_t *j, const char *text, size_t len, bool truncated)
+/* The result from the captured output; call once the outcome is known. */
+static void job_set_result(job_t *j)
 {
     bool oom;
-    j->result_json = capture_result_json(text, len, truncated, j->outcome == RUNNER_COMPLETED,
-                                         &oom);
+    j->result_json = capture_result_json(j->out.buf ? j->out.buf : "", j->out.len,
+                                         j->out.truncated, j->outcome == RUNNER_COMPLETED, &oom);
     if (oom)
         log_job(LOG_ERROR, "result dropped", j, "error", "out of memory");
 }
@@ -194,9 +195,12 @@ static void job_run_inproc(job_t *j, const warren_handler_t *h)
     if (rc != 0)
         snprintf(j->error, sizeof j->error, "%s",
                  out.error[0] ? out.error : "in-process handler failed");
+    /* The output cap holds for modules too; capture_append() marks the cut. */
     const char *text = out.result_json ? out.result_json : "";
-    job_set_result(j, text, strlen(text), false);
+    if (capture_append(&j->out, text, strlen(text)) < 0)
+        log_job(LOG_ERROR, "result dropped", j, "error", "out of memory");
     free(out.result_json);
+    job_set_result(j);
     job_finish(j);
 }
 
@@ -283,7 +287,7 @@ static void job_classify(job_t *j, int status)
 }
 
 /*
- * The handler process is gone (status < 0: reaped elsewhere, status unknown). Anything it left
+ * The handler process is gone (!status_known: someone else reaped it). Anything it left
  * in its group is killed, so no handler outlives its execution and its pipes reach EOF; what is
  * already in the pipes is still read.
  */
@@ -300,10 +304,7 @@ static void job_exited(job_t *j, int status, bool status_known)
         j->exit_code = -1;
         snprintf(j->error, sizeof j->error, "handler exit status lost (reaped elsewhere)");
     }
-    char *text = capture_text(&j->out);
-    if (text)
-        job_set_result(j, text, strlen(text), j->out.truncated);
-    free(text);
+    job_set_result(j);
     j->stderr_tail = capture_text(&j->err);
     job_finish(j);
 }

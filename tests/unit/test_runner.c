@@ -603,10 +603,9 @@ static void test_noop_inprocess(void **state)
     got_free(&g);
 }
 
-/* The example module built from handlers/example_upper.c, loaded through dlopen. */
-static void test_example_module(void **state)
+/* Put the module built from handlers/example_upper.c into the scratch handlers directory. */
+static void link_example_module(fixture_t *f)
 {
-    fixture_t *f = *state;
     char exe[4096] = "", so[4096], link[256];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     assert_true(n > 0);
@@ -616,6 +615,13 @@ static void test_example_module(void **state)
         fail_msg("%s missing: build all targets before running the tests", so);
     snprintf(link, sizeof link, "%s/example_upper.so", f->dir);
     assert_int_equal(symlink(so, link), 0);
+}
+
+/* The example module, loaded through dlopen. */
+static void test_example_module(void **state)
+{
+    fixture_t *f = *state;
+    link_example_module(f);
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
     assert_true(runner_has_handler(f->runner, "example.upper"));
@@ -627,6 +633,22 @@ static void test_example_module(void **state)
     run_one(f, "example.upper", "{\"text\": \"abc\\n\\u00e9\", \"n\": 1, \"ok\": true}", 0, &g);
     assert_int_equal(g.outcome, RUNNER_COMPLETED);
     assert_json_equal(g.result, "{\"TEXT\": \"ABC\\n\\u00e9\", \"N\": 1, \"OK\": true}");
+    got_free(&g);
+}
+
+/* The output cap holds for in-process results too. */
+static void test_module_output_cap(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    o.max_output_bytes = 8;
+    link_example_module(f);
+    make_runner(f, &o);
+    got_t g;
+    run_one(f, "example.upper", "[\"abcdefghijkl\"]", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_true(g.truncated);
+    assert_string_equal(g.result, "{\"output\":\"[\\\"ABCDEF\",\"truncated\":true}");
     got_free(&g);
 }
 
@@ -653,6 +675,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_free_kills_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noop_inprocess, setup, teardown),
         cmocka_unit_test_setup_teardown(test_example_module, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_module_output_cap, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
