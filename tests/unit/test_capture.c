@@ -20,6 +20,14 @@ static char *result(const char *text, bool truncated, bool empty_is_object)
     return out;
 }
 
+/* The result for text (empty output counts as {}) must be want. */
+static void assert_result(const char *text, bool truncated, const char *want)
+{
+    char *r = result(text, truncated, true);
+    assert_string_equal(r, want);
+    free(r);
+}
+
 static void test_head_keeps_first_bytes(void **state)
 {
     capture_t c;
@@ -97,31 +105,17 @@ static void test_text_drops_cut_characters(void **state)
 
 static void test_result_keeps_valid_json(void **state)
 {
-    char *r = result("  {\"a\": [1, 2.50, \"x\"]}\n", false, true);
-    assert_string_equal(r, "{\"a\": [1, 2.50, \"x\"]}");
-    free(r);
-    r = result("42\n", false, true); /* a bare number is one JSON value too */
-    assert_string_equal(r, "42");
-    free(r);
-    r = result("\"just a string\"", false, true);
-    assert_string_equal(r, "\"just a string\"");
-    free(r);
+    assert_result("  {\"a\": [1, 2.50, \"x\"]}\n", false, "{\"a\": [1, 2.50, \"x\"]}");
+    assert_result("42\n", false, "42");
+    assert_result("\"just a string\"", false, "\"just a string\"");
 }
 
 static void test_result_wraps_other_text(void **state)
 {
-    char *r = result("hello \"world\"\n", false, true);
-    assert_string_equal(r, "{\"output\":\"hello \\\"world\\\"\"}");
-    free(r);
-    r = result("{\"a\":1} {\"b\":2}", false, true); /* two values are not one result */
-    assert_string_equal(r, "{\"output\":\"{\\\"a\\\":1} {\\\"b\\\":2}\"}");
-    free(r);
-    r = result("{'a': 1}", false, true); /* json-c's lenient forms are refused */
-    assert_string_equal(r, "{\"output\":\"{'a': 1}\"}");
-    free(r);
-    r = result("[1, 2", false, true);
-    assert_string_equal(r, "{\"output\":\"[1, 2\"}");
-    free(r);
+    assert_result("hello \"world\"\n", false, "{\"output\":\"hello \\\"world\\\"\"}");
+    assert_result("{\"a\":1} {\"b\":2}", false, "{\"output\":\"{\\\"a\\\":1} {\\\"b\\\":2}\"}");
+    assert_result("{'a': 1}", false, "{\"output\":\"{'a': 1}\"}");
+    assert_result("[1, 2", false, "{\"output\":\"[1, 2\"}");
 }
 
 /* Text json-c would take but RFC 8259 (and PostgreSQL jsonb) would not is kept as text. */
@@ -142,9 +136,7 @@ static void test_result_strict_json_only(void **state)
         "{\"a\":{\"b\":[{}]}}", "\"\xE2\x82\xAC\"",
     };
     for (size_t i = 0; i < sizeof accepted / sizeof *accepted; i++) {
-        char *r = result(accepted[i], false, true);
-        assert_string_equal(r, accepted[i]);
-        free(r);
+        assert_result(accepted[i], false, accepted[i]);
     }
 }
 
@@ -164,23 +156,18 @@ static void test_result_depth_is_bounded(void **state)
 
 static void test_result_truncated_is_text(void **state)
 {
-    char *r = result("[1,2]", true, true); /* looks complete, but it was cut */
-    assert_string_equal(r, "{\"output\":\"[1,2]\",\"truncated\":true}");
-    free(r);
+    /* looks complete, but it was cut */
+    assert_result("[1,2]", true, "{\"output\":\"[1,2]\",\"truncated\":true}");
 }
 
 static void test_result_invalid_utf8_json_is_wrapped(void **state)
 {
-    char *r = result("\"\xFF\"", false, true);
-    assert_string_equal(r, "{\"output\":\"\\\"\xEF\xBF\xBD\\\"\"}");
-    free(r);
+    assert_result("\"\xFF\"", false, "{\"output\":\"\\\"\xEF\xBF\xBD\\\"\"}");
 }
 
 static void test_result_empty(void **state)
 {
-    char *r = result(" \n", false, true);
-    assert_string_equal(r, "{}");
-    free(r);
+    assert_result(" \n", false, "{}");
     assert_null(result("", false, false));
 }
 

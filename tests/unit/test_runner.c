@@ -380,20 +380,26 @@ static pid_t run_recording_pid(fixture_t *f, const char *name, const char *scrip
     return read_pid(pidfile);
 }
 
+/* A timed-out handler ended by sig within [min_ms, max_ms), and its grandchild with it. */
+static void assert_timed_out(got_t *g, pid_t grandchild, int sig, int64_t min_ms, int64_t max_ms)
+{
+    assert_int_equal(g->outcome, RUNNER_TIMEOUT);
+    assert_string_equal(runner_outcome_name(g->outcome), "timeout");
+    assert_string_equal(g->error, "timed out after 1 s");
+    assert_int_equal(g->signal, sig);
+    assert_true(g->duration_ms >= min_ms && g->duration_ms < max_ms);
+    assert_true(grandchild > 0);
+    assert_true(process_gone(grandchild));
+    got_free(g);
+}
+
 /* The timeout kills the handler's whole group: a grandchild must not survive. */
 static void test_timeout_kills_group(void **state)
 {
     got_t g;
     pid_t grandchild = run_recording_pid(*state, "t.hang",
                                          "sleep 1000 &\necho $! > $pidfile\nwait", 1, &g);
-    assert_int_equal(g.outcome, RUNNER_TIMEOUT);
-    assert_int_equal(g.signal, SIGTERM);
-    assert_string_equal(g.error, "timed out after 1 s");
-    assert_string_equal(runner_outcome_name(g.outcome), "timeout");
-    assert_true(g.duration_ms >= 1000 && g.duration_ms < 3000);
-    assert_true(grandchild > 0);
-    assert_true(process_gone(grandchild));
-    got_free(&g);
+    assert_timed_out(&g, grandchild, SIGTERM, 1000, 3000);
 }
 
 /* A handler that ignores SIGTERM gets SIGKILL after kill_grace_s. */
@@ -403,12 +409,7 @@ static void test_timeout_escalates_to_sigkill(void **state)
     pid_t grandchild = run_recording_pid(
         *state, "t.stubborn", "trap '' TERM\nsleep 1000 &\necho $! > $pidfile\nwait\nwait", 1,
         &g);
-    assert_int_equal(g.outcome, RUNNER_TIMEOUT);
-    assert_int_equal(g.signal, SIGKILL);
-    assert_true(g.duration_ms >= 2000 && g.duration_ms < 4000);
-    assert_true(grandchild > 0);
-    assert_true(process_gone(grandchild));
-    got_free(&g);
+    assert_timed_out(&g, grandchild, SIGKILL, 2000, 4000);
 }
 
 /* What a handler leaves running when it exits is killed, and does not delay the result. */
