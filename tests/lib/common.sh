@@ -143,9 +143,9 @@ mgmt_put() { _t_mgmt PUT "$1" "$2"; }
 mgmt_post() { _t_mgmt POST "$1" "$2"; }
 mgmt_delete() { _t_mgmt DELETE "$1"; }
 
-# mgmt_status PATH: only the HTTP status of a GET, e.g. 404 for a queue that does not exist.
+# mgmt_status PATH: only the HTTP status of a GET, e.g. 404 for a missing queue, 000 for no answer.
 mgmt_status() {
-    curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -u guest:guest "$(_t_mgmt_url "$1")"
+    curl -s -o /dev/null -w '%{http_code}' --max-time 10 -u guest:guest "$(_t_mgmt_url "$1")" || true
 }
 
 _t_mgmt_url() {
