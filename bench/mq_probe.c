@@ -5,6 +5,9 @@
  *   mq_probe publish [opts] EXCHANGE:KEY...   N messages to each target, in order, one client
  *   mq_probe consume [opts] -q QUEUE          take N deliveries (ack, or nack with --nack)
  *   mq_probe loop [opts] EXCHANGE:KEY         one publish every --interval ms for --duration s
+ *
+ * Options start from the configuration (defaults, $WARREN_CONFIG, WARREN__* variables, mapped by
+ * mq_options_from_config); flags override them.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -15,10 +18,11 @@
 #include "warren/mq.h"
 
 typedef struct probe {
+    warren_config_t cfg;
     mq_options_t opts;
     int count, batch, interval_ms, duration_s, timeout_ms;
     bool mandatory, nack;
-    const char *queue, *type, *execution_id, *correlation_id, *id_prefix;
+    const char *queue, *type, *execution_id, *correlation_id, *id_prefix, *passive;
     int64_t expiration_ms;
 } probe_t;
 
@@ -26,13 +30,15 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: mq_probe publish|consume|loop [options] [EXCHANGE:KEY...]\n"
-            "  -u URL            broker (default $WARREN__MESSAGE_QUEUE__RABBITMQ__URL)\n"
+            "  -u URL            broker (default: message_queue.rabbitmq.url)\n"
             "  -n N              messages per target / deliveries to take (default 1)\n"
             "  -b N              publish in batches of N (default 1: one mq_publish each)\n"
             "  -m                mandatory\n"
             "  -q QUEUE          queue to consume\n"
             "  -T TYPE -E EXECUTION_ID -C CORRELATION_ID -I ID_PREFIX -x EXPIRATION_MS\n"
             "  -t MS             consume: wait per delivery (default 5000)\n"
+            "  -P QUEUE          publish: first a passive queue.declare through mq_conn(), as\n"
+            "                    topology code does, without mq_reopen_channel() afterwards\n"
             "  --nack            consume: nack (requeue=false) instead of ack\n"
             "  -i MS -d S        loop: interval (default 200) and duration (default 10)\n"
             "  -f N -s N -o S    breaker failure/success thresholds, open timeout\n"
@@ -42,15 +48,19 @@ static void usage(void)
 static int parse(int argc, char **argv, probe_t *p)
 {
     static const struct option longopts[] = {{"nack", no_argument, NULL, 'N'}, {NULL, 0, NULL, 0}};
+    char err[ERRBUF_SIZE];
     memset(p, 0, sizeof *p);
-    p->opts.url = getenv("WARREN__MESSAGE_QUEUE__RABBITMQ__URL");
-    p->opts.app_id = "mq_probe";
+    if (cfg_load(&p->cfg, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "mq_probe: %s\n", err);
+        return -1;
+    }
+    mq_options_from_config(&p->opts, &p->cfg, "mq_probe");
     p->count = p->batch = 1;
     p->interval_ms = 200;
     p->duration_s = 10;
     p->timeout_ms = 5000;
     int ch;
-    while ((ch = getopt_long(argc, argv, "u:n:b:mq:T:E:C:I:x:t:i:d:f:s:o:c:p:H:", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "u:n:b:mq:T:E:C:I:x:t:P:i:d:f:s:o:c:p:H:", longopts, NULL)) != -1) {
         switch (ch) {
         case 'u': p->opts.url = optarg; break;
         case 'n': p->count = atoi(optarg); break;
@@ -63,6 +73,7 @@ static int parse(int argc, char **argv, probe_t *p)
         case 'I': p->id_prefix = optarg; break;
         case 'x': p->expiration_ms = atoll(optarg); break;
         case 't': p->timeout_ms = atoi(optarg); break;
+        case 'P': p->passive = optarg; break;
         case 'N': p->nack = true; break;
         case 'i': p->interval_ms = atoi(optarg); break;
         case 'd': p->duration_s = atoi(optarg); break;
@@ -136,9 +147,26 @@ static int publish_target(mq_client_t *c, const probe_t *p, mq_message_t proto, 
     return failures;
 }
 
+/* A raw RPC on the client's channel; a 404 closes the channel and is left for the client. */
+static int passive_declare(mq_client_t *c, const char *queue)
+{
+    char err[ERRBUF_SIZE];
+    if (mq_connect(c, err, sizeof err) != 0) {
+        printf("declare status=connection error=%s\n", err);
+        return -1;
+    }
+    amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(queue), 1, 0, 0, 0,
+                       amqp_empty_table);
+    mq_describe_reply(amqp_get_rpc_reply(mq_conn(c)), err, sizeof err);
+    printf("declare passive queue=%s reply=%s\n", queue, err);
+    return 0;
+}
+
 static int run_publish(mq_client_t *c, const probe_t *p, int argc, char **argv)
 {
     int failures = 0, seq = 0;
+    if (p->passive && passive_declare(c, p->passive) != 0)
+        return EXIT_RUNTIME;
     for (int i = 0; i < argc; i++) {
         mq_message_t proto = {0};
         if (target(argv[i], &proto) != 0) {
@@ -227,15 +255,17 @@ static int run_loop(mq_client_t *c, const probe_t *p, char *spec)
 
 int main(int argc, char **argv)
 {
-    probe_t p;
+    probe_t p = {0};
     if (argc < 2 || parse(argc - 1, argv + 1, &p) != 0) {
         usage();
+        cfg_free(&p.cfg);
         return EXIT_USAGE;
     }
     log_setup(LOG_INFO, LOG_FORMAT_TEXT);
     log_set_component("mq_probe");
     setvbuf(stdout, NULL, _IOLBF, 0);
-    mq_client_t *c = mq_new(&p.opts);
+    mq_client_t *c = mq_new(&p.opts); /* copies what it keeps: cfg can go */
+    cfg_free(&p.cfg);
     if (!c)
         return EXIT_RUNTIME;
     int rest = argc - 1 - optind, rc;

@@ -347,8 +347,22 @@ int mq_connect(mq_client_t *c, char *err, size_t errlen)
     return -1;
 }
 
+/* An RPC made through mq_conn() (topology declares) failed and nobody called
+ * mq_reopen_channel(): the channel is closed on the broker's side, or the connection suspect. */
+static void recover_after_raw_rpc(mq_client_t *c)
+{
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c->conn);
+    if (r.reply_type == AMQP_RESPONSE_NORMAL || r.reply_type == AMQP_RESPONSE_NONE)
+        return;
+    char err[ERRBUF_SIZE];
+    if (mq_reopen_channel(c, err, sizeof err) == 0)
+        log_kv(LOG_INFO, "reopened the channel after a failed RPC", "error", err, NULL);
+}
+
 int mq_ensure_connected(mq_client_t *c, bool probe)
 {
+    if (mq_connected(c))
+        recover_after_raw_rpc(c);
     if (mq_connected(c))
         return MQ_OK;
     if (c->conn)

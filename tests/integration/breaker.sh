@@ -14,7 +14,12 @@ declare_queue "$Q"
 # The broker must be running again when the test ends, whatever happens.
 on_exit 'stack rabbit-start >/dev/null 2>&1 || true'
 
-bg_start loop "$PROBE" loop -i 200 -d 120 -f 5 -s 2 -o 2 -c 1000 -p 2000 ":$Q"
+# Breaker settings through the configuration's environment overrides (mq_options_from_config).
+bg_start loop env WARREN__CIRCUIT_BREAKER__MESSAGING__FAILURE_THRESHOLD=5 \
+    WARREN__CIRCUIT_BREAKER__MESSAGING__SUCCESS_THRESHOLD=2 \
+    WARREN__CIRCUIT_BREAKER__MESSAGING__OPEN_TIMEOUT_S=2 \
+    WARREN__MESSAGE_QUEUE__RABBITMQ__CONNECT_TIMEOUT_MS=1000 \
+    "$PROBE" loop -i 200 -d 120 -p 2000 ":$Q"
 LOOP=$BG_PID
 LOG=$(bg_log loop)
 wait_log loop 'status=ok breaker=closed' 15

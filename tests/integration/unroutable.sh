@@ -38,4 +38,14 @@ assert_contains "$out" "error 404 NOT_FOUND - no exchange '$MISSING'"
 assert_contains "$out" "publish 1 exchange= key=$Q status=ok rc=0"
 assert_eq 1 "$(grep -c 'connected to RabbitMQ' "$TEST_TMP/missing.err")" "connections opened (channel reopened, not reconnected)"
 assert_eq 1 "$(queue_messages "$Q")" "message published after the channel was reopened"
+
+# A raw RPC through mq_conn() (as topology code does) that closes the channel, with nobody
+# calling mq_reopen_channel(): the next publish notices and reopens instead of timing out.
+"$PROBE" publish -p 2000 -P "$MISSING" ":$Q" >"$TEST_TMP/raw.out" 2>"$TEST_TMP/raw.err" ||
+    fail "publish after a failed raw RPC: $(cat "$TEST_TMP/raw.out" "$TEST_TMP/raw.err")"
+out=$(cat "$TEST_TMP/raw.out")
+assert_contains "$out" "declare passive queue=$MISSING reply=404 NOT_FOUND - no queue '$MISSING'"
+assert_contains "$out" "publish 0 exchange= key=$Q status=ok rc=0"
+assert_contains "$(cat "$TEST_TMP/raw.err")" "reopened the channel after a failed RPC"
+assert_eq 2 "$(queue_messages "$Q")" "messages after the raw-RPC case"
 pass
