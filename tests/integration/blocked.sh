@@ -4,10 +4,9 @@
 # forever), connection.blocked is seen (advertised capability), and publishing resumes after
 # the alarm clears, on the same connection.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/mq_probe.sh"
 require_stack
-
-PROBE="$WARREN_BUILD_DIR/mq_probe"
-[ -x "$PROBE" ] || fail "mq_probe not built at $PROBE"
+require_mq_probe
 
 Q=$(unique_name blocked)
 declare_queue "$Q"
@@ -35,7 +34,7 @@ bg_stop "$LOOP" || true
 
 lines=$(grep '^loop ' "$LOG")
 # Bounded: no call took much longer than publish_timeout_ms (1000).
-slow=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^elapsed_ms=/) { split($i, a, "="); if (a[2] + 0 > 1500) print } }' <<<"$lines")
+slow=$(calls_slower_than 1500 <<<"$lines")
 [ -z "$slow" ] || fail "publishes not bounded by publish_timeout_ms: $slow"
 # Once blocked is known, publishes fail at once without writing.
 assert_contains "$(cat "$LOG")" "error=connection blocked by the broker (resource alarm)"

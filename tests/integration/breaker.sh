@@ -4,10 +4,9 @@
 # After the broker is back and open_timeout (2 s) has passed, a half-open probe goes through and
 # two successes close the breaker.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/mq_probe.sh"
 require_stack
-
-PROBE="$WARREN_BUILD_DIR/mq_probe"
-[ -x "$PROBE" ] || fail "mq_probe not built at $PROBE"
+require_mq_probe
 
 Q=$(unique_name breaker)
 declare_queue "$Q"
@@ -47,7 +46,7 @@ assert_contains "$(sed -n "${first_open}p" <<<"$lines")" "breaker=open"
 # While open: fail fast, no I/O.
 fast=$(grep 'status=breaker_open' <<<"$lines")
 [ "$(wc -l <<<"$fast")" -ge 5 ] || fail "too few fast failures: $fast"
-slow=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^elapsed_ms=/) { split($i, a, "="); if (a[2] + 0 >= 100) print } }' <<<"$fast")
+slow=$(calls_slower_than 100 <<<"$fast")
 [ -z "$slow" ] || fail "breaker_open calls took 100 ms or more: $slow"
 
 # Recovery: the first success is the half-open probe, the second closes the breaker.

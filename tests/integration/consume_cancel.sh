@@ -3,10 +3,9 @@
 # deleting its queue surfaces as MQ_ERR_CANCELLED (basic.cancel), and resubscribing to the
 # deleted queue is refused by the broker (404) without losing the connection.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/mq_probe.sh"
 require_stack
-
-PROBE="$WARREN_BUILD_DIR/mq_probe"
-[ -x "$PROBE" ] || fail "mq_probe not built at $PROBE"
+require_mq_probe
 
 Q=$(unique_name cancel)
 mgmt_put "queues/%2F/$(urlencode "$Q")" '{"durable":true,"auto_delete":false,"arguments":{}}' >/dev/null

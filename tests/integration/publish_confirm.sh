@@ -2,10 +2,9 @@
 # MessageClient publishing with confirms: every publish acked, the queue holds exactly what was
 # published, the message properties are what the issue asks for, and consuming acks them all.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/mq_probe.sh"
 require_stack
-
-PROBE="$WARREN_BUILD_DIR/mq_probe"
-[ -x "$PROBE" ] || fail "mq_probe not built at $PROBE"
+require_mq_probe
 
 Q=$(unique_name confirm)
 declare_queue "$Q"

@@ -2,10 +2,9 @@
 # MessageClient failure reporting: a mandatory publish nobody can route is MQ_ERR_RETURNED, a
 # publish to a missing exchange is closed by the broker, and the same client publishes fine next.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/mq_probe.sh"
 require_stack
-
-PROBE="$WARREN_BUILD_DIR/mq_probe"
-[ -x "$PROBE" ] || fail "mq_probe not built at $PROBE"
+require_mq_probe
 
 EX=$(unique_name lonely)
 mgmt_put "exchanges/%2F/$(urlencode "$EX")" '{"type":"direct","durable":false,"auto_delete":false}' >/dev/null
