@@ -4,6 +4,7 @@
  *
  *   mq_probe publish [opts] EXCHANGE:KEY...   N messages to each target, in order, one client
  *   mq_probe consume [opts] -q QUEUE          take N deliveries (ack, or nack with --nack)
+ *   mq_probe relay [opts] -q QUEUE EXCHANGE:KEY  take N deliveries, republish each, then ack
  *   mq_probe loop [opts] EXCHANGE:KEY         one publish every --interval ms for --duration s
  *
  * Options start from the configuration (defaults, $WARREN_CONFIG, WARREN__* variables, mapped by
@@ -29,7 +30,7 @@ typedef struct probe {
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: mq_probe publish|consume|loop [options] [EXCHANGE:KEY...]\n"
+            "usage: mq_probe publish|consume|relay|loop [options] [EXCHANGE:KEY...]\n"
             "  -u URL            broker (default: message_queue.rabbitmq.url)\n"
             "  -n N              messages per target / deliveries to take (default 1)\n"
             "  -b N              publish in batches of N (default 1: one mq_publish each)\n"
@@ -188,7 +189,22 @@ static void print_delivery(int i, const mq_delivery_t *d)
     free(exec_id);
 }
 
-static int run_consume(mq_client_t *c, const probe_t *p)
+/* relay: republish the delivery to `to` on the same client (what a worker does with results). */
+static void relay(mq_client_t *c, const mq_delivery_t *d, const mq_message_t *to, int i)
+{
+    char id[160];
+    snprintf(id, sizeof id, "%s-relayed", d->message_id ? d->message_id : "");
+    mq_message_t m = *to;
+    m.body = d->body;
+    m.body_len = d->body_len;
+    m.message_id = id;
+    int rc = mq_publish(c, &m);
+    printf("relay %d exchange=%s key=%s status=%s rc=%d\n", i, m.exchange, m.routing_key, mq_status_name(rc), rc);
+}
+
+/* Take p->count deliveries; settle each (after relaying it when `to` is given). A lost consumer
+ * is resubscribed, as callers of mq_consume_next() are expected to; a refused resubscribe ends. */
+static int run_consume(mq_client_t *c, const probe_t *p, const mq_message_t *to)
 {
     char err[ERRBUF_SIZE];
     int rc = mq_consume(c, p->queue, err, sizeof err);
@@ -202,16 +218,21 @@ static int run_consume(mq_client_t *c, const probe_t *p)
         rc = mq_consume_next(c, p->timeout_ms, &d);
         if (rc <= 0) {
             printf("consume status=%s error=%s\n", rc == 0 ? "timeout" : mq_status_name(rc), mq_last_error(c));
-            if (rc < 0) { /* what a caller does next: resubscribe */
-                rc = mq_consume(c, p->queue, err, sizeof err);
-                printf("resubscribe status=%s error=%s\n", mq_status_name(rc), rc == MQ_OK ? "" : err);
-            }
-            break;
+            if (rc == 0)
+                break;
+            rc = mq_consume(c, p->queue, err, sizeof err);
+            printf("resubscribe status=%s error=%s\n", mq_status_name(rc), rc == MQ_OK ? "" : err);
+            if (rc != MQ_OK)
+                break;
+            continue;
         }
-        print_delivery(got++, d);
+        print_delivery(got, d);
+        if (to)
+            relay(c, d, to, got);
+        got++;
         rc = p->nack ? mq_nack(c, d->delivery_tag, false) : mq_ack(c, d->delivery_tag, false);
         if (rc != MQ_OK)
-            printf("settle status=%s\n", mq_status_name(rc));
+            printf("settle status=%s error=%s\n", mq_status_name(rc), mq_last_error(c));
         mq_free_delivery(c, d);
     }
     printf("summary received=%d\n", got);
@@ -269,11 +290,14 @@ int main(int argc, char **argv)
     if (!c)
         return EXIT_RUNTIME;
     int rest = argc - 1 - optind, rc;
+    mq_message_t to = {0};
     char **args = argv + 1 + optind;
     if (!strcmp(argv[1], "publish"))
         rc = run_publish(c, &p, rest, args);
     else if (!strcmp(argv[1], "consume") && p.queue)
-        rc = run_consume(c, &p);
+        rc = run_consume(c, &p, NULL);
+    else if (!strcmp(argv[1], "relay") && p.queue && rest > 0 && target(args[0], &to) == 0)
+        rc = run_consume(c, &p, &to);
     else if (!strcmp(argv[1], "loop"))
         rc = run_loop(c, &p, rest > 0 ? args[0] : NULL);
     else {

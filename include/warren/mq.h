@@ -107,8 +107,8 @@ int mq_consume(mq_client_t *c, const char *queue, char *err, size_t errlen) WARN
  * Wait up to timeout_ms (0: only what is buffered or readable now) for the next delivery.
  * Returns 1 with *out filled, 0 on timeout, or a negative mq_status_t when the consumer is
  * gone: MQ_ERR_CANCELLED (basic.cancel, e.g. queue deleted), MQ_ERR_CLOSED_BY_BROKER (channel
- * closed, e.g. consumer_timeout) or MQ_ERR_CONNECTION. The status repeats until mq_consume()
- * resubscribes; deliveries already read are handed out first. Services heartbeats and async
+ * closed, e.g. consumer_timeout) or MQ_ERR_CONNECTION, with the reason in mq_last_error(). The
+ * status repeats until mq_consume() resubscribes; deliveries already read are handed out first. Services heartbeats and async
  * frames while waiting. In an event loop, on readable call it with 0 until it returns 0: the
  * library buffers frames and the fd may not become readable again for them.
  */

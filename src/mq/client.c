@@ -200,7 +200,8 @@ static int open_channel(mq_client_t *c)
     if (!reply_ok(c, amqp_get_rpc_reply(c->conn), "confirm.select"))
         return -1;
     if (c->opts.prefetch > 0) {
-        amqp_basic_qos(c->conn, MQ_CHANNEL, 0, (uint16_t)(c->opts.prefetch > 65535 ? 65535 : c->opts.prefetch), 0);
+        uint16_t prefetch = (uint16_t)(c->opts.prefetch > 65535 ? 65535 : c->opts.prefetch);
+        amqp_basic_qos(c->conn, MQ_CHANNEL, 0, prefetch, 0);
         if (!reply_ok(c, amqp_get_rpc_reply(c->conn), "basic.qos"))
             return -1;
     }
@@ -327,6 +328,7 @@ static int connect_attempt(mq_client_t *c)
         c->last_error[0] = '\0';
         return 0;
     }
+    snprintf(c->connect_error, sizeof c->connect_error, "%s", c->last_error);
     int64_t delay = backoff_next(&c->backoff, unit_random());
     c->next_connect_ms = now + delay;
     char delay_text[24];
@@ -368,15 +370,13 @@ int mq_ensure_connected(mq_client_t *c, bool probe)
     if (c->conn)
         drop_connection(c);
     if (!probe && now_mono_ms() < c->next_connect_ms) {
-        mq_set_error(c, "not connected (reconnect backoff: last error: %s)",
-                     c->last_error[0] ? c->last_error : "none");
+        mq_set_error(c, "not connected (reconnect backoff; last connect: %.400s)", c->connect_error);
         return MQ_ERR_CONNECTION;
     }
     return connect_attempt(c) == 0 ? MQ_OK : MQ_ERR_CONNECTION;
 }
 
-/* The consumer is gone for `status`; mq_consume_next reports it until mq_consume. */
-static void consumer_lost(mq_client_t *c, int status)
+void mq_consumer_lost(mq_client_t *c, int status)
 {
     if (!c->consumer_tag)
         return;
@@ -384,6 +384,7 @@ static void consumer_lost(mq_client_t *c, int status)
     c->consumer_tag = NULL;
     c->consume_status = status;
     c->consume_event_unseen = true;
+    snprintf(c->consume_error, sizeof c->consume_error, "%s", c->last_error);
 }
 
 static void outstanding_lost(mq_client_t *c, int status)
@@ -400,7 +401,7 @@ void mq_connection_lost(mq_client_t *c, const char *why)
     log_kv(LOG_WARN, "RabbitMQ connection lost", "error", why, NULL);
     drop_connection(c);
     outstanding_lost(c, MQ_ERR_CONNECTION);
-    consumer_lost(c, MQ_ERR_CONNECTION);
+    mq_consumer_lost(c, MQ_ERR_CONNECTION);
 }
 
 int mq_channel_closed(mq_client_t *c, const char *why)
@@ -409,7 +410,7 @@ int mq_channel_closed(mq_client_t *c, const char *why)
     log_kv(LOG_WARN, "channel closed by broker", "error", why, NULL);
     c->channel_open = false;
     outstanding_lost(c, MQ_ERR_CLOSED_BY_BROKER);
-    consumer_lost(c, MQ_ERR_CLOSED_BY_BROKER);
+    mq_consumer_lost(c, MQ_ERR_CLOSED_BY_BROKER);
     amqp_maybe_release_buffers_on_channel(c->conn, MQ_CHANNEL);
     char close_text[ERRBUF_SIZE];
     snprintf(close_text, sizeof close_text, "%s", c->last_error);
@@ -464,7 +465,10 @@ void mq_disconnect(mq_client_t *c)
     }
     drop_connection(c);
     outstanding_lost(c, MQ_ERR_CONNECTION);
-    consumer_lost(c, MQ_ERR_CONNECTION);
+    if (c->consumer_tag) {
+        mq_set_error(c, "disconnected by mq_disconnect()");
+        mq_consumer_lost(c, MQ_ERR_CONNECTION);
+    }
 }
 
 /* Free space in the socket's send buffer, conservatively: the kernel charges overhead per

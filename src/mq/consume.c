@@ -65,6 +65,8 @@ int mq_consume(mq_client_t *c, const char *queue, char *err, size_t errlen)
 static int consumer_status(mq_client_t *c)
 {
     c->consume_event_unseen = false;
+    if (c->consume_error[0])
+        mq_set_error(c, "%s", c->consume_error);
     return c->consume_status;
 }
 

@@ -238,11 +238,8 @@ static void on_cancel(mq_client_t *c, const amqp_frame_t *f)
     char *tag = dup_bytes(m->consumer_tag);
     log_kv(LOG_WARN, "consumer cancelled by broker (queue deleted?)", "consumer_tag", tag, NULL);
     if (c->consumer_tag && tag && strcmp(tag, c->consumer_tag) == 0) {
-        free(c->consumer_tag);
-        c->consumer_tag = NULL;
-        c->consume_status = MQ_ERR_CANCELLED;
-        c->consume_event_unseen = true;
-        mq_set_error(c, "consumer cancelled by broker");
+        mq_set_error(c, "consumer cancelled by broker (queue deleted?)");
+        mq_consumer_lost(c, MQ_ERR_CANCELLED);
     }
     free(tag);
 }

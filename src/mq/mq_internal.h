@@ -43,9 +43,11 @@ struct mq_client {
     char *consumer_tag;           /* NULL when not consuming */
     int consume_status;           /* why we are not consuming (sticky until mq_consume) */
     bool consume_event_unseen;    /* consumer lost; mq_consume_next has not said so yet */
+    char consume_error[ERRBUF_SIZE]; /* why the consumer was lost */
     mq_delivery_t **stash;        /* deliveries read while waiting for something else */
     size_t stash_head, stash_len, stash_cap;
     char last_error[ERRBUF_SIZE];
+    char connect_error[ERRBUF_SIZE]; /* why the last connect attempt failed */
 };
 
 static inline struct timeval mq_ms_to_tv(int64_t ms)
@@ -67,6 +69,9 @@ int mq_channel_closed(mq_client_t *c, const char *why);
  * the connection is dropped. Returns MQ_OK or MQ_ERR_CONNECTION. */
 int mq_wait_writable(mq_client_t *c, size_t bytes, int64_t deadline_ms);
 void mq_set_error(mq_client_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The consumer (if any) is gone for `status`, reason in c->last_error; mq_consume_next reports
+ * both until mq_consume resubscribes. */
+void mq_consumer_lost(mq_client_t *c, int status);
 
 /* Frames (frames.c) */
 /* Read and handle one frame, waiting until deadline_ms at most. Returns 1 when a frame was
