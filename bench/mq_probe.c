@@ -199,7 +199,8 @@ static void relay(mq_client_t *c, const mq_delivery_t *d, const mq_message_t *to
     m.body_len = d->body_len;
     m.message_id = id;
     int rc = mq_publish(c, &m);
-    printf("relay %d exchange=%s key=%s status=%s rc=%d\n", i, m.exchange, m.routing_key, mq_status_name(rc), rc);
+    printf("relay %d exchange=%s key=%s status=%s rc=%d\n", i, m.exchange, m.routing_key,
+           mq_status_name(rc), rc);
 }
 
 /* Take p->count deliveries; settle each (after relaying it when `to` is given). A lost consumer
@@ -217,7 +218,8 @@ static int run_consume(mq_client_t *c, const probe_t *p, const mq_message_t *to)
         mq_delivery_t *d;
         rc = mq_consume_next(c, p->timeout_ms, &d);
         if (rc <= 0) {
-            printf("consume status=%s error=%s\n", rc == 0 ? "timeout" : mq_status_name(rc), mq_last_error(c));
+            printf("consume status=%s error=%s\n", rc == 0 ? "timeout" : mq_status_name(rc),
+                   mq_last_error(c));
             if (rc == 0)
                 break;
             rc = mq_consume(c, p->queue, err, sizeof err);

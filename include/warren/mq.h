@@ -108,9 +108,10 @@ int mq_consume(mq_client_t *c, const char *queue, char *err, size_t errlen) WARN
  * Returns 1 with *out filled, 0 on timeout, or a negative mq_status_t when the consumer is
  * gone: MQ_ERR_CANCELLED (basic.cancel, e.g. queue deleted), MQ_ERR_CLOSED_BY_BROKER (channel
  * closed, e.g. consumer_timeout) or MQ_ERR_CONNECTION, with the reason in mq_last_error(). The
- * status repeats until mq_consume() resubscribes; deliveries already read are handed out first. Services heartbeats and async
- * frames while waiting. In an event loop, on readable call it with 0 until it returns 0: the
- * library buffers frames and the fd may not become readable again for them.
+ * status repeats until mq_consume() resubscribes; deliveries already read are handed out
+ * first. Services heartbeats and async frames while waiting. In an event loop, on readable
+ * call it with 0 until it returns 0: the library buffers frames and the fd may not become
+ * readable again for them.
  */
 int mq_consume_next(mq_client_t *c, int timeout_ms, mq_delivery_t **out) WARN_UNUSED;
 void mq_free_delivery(mq_client_t *c, mq_delivery_t *d);

@@ -176,7 +176,8 @@ static void mark_returned(mq_client_t *c, const char *message_id)
 {
     mq_publish_wait_t *w = c->waiting;
     for (size_t i = 0; w && i < w->sent; i++) {
-        if (strcmp(w->ids[i], message_id) == 0 && confirm_result(&c->confirms, w->tags[i]) == CONFIRM_PENDING) {
+        bool pending = confirm_result(&c->confirms, w->tags[i]) == CONFIRM_PENDING;
+        if (pending && strcmp(w->ids[i], message_id) == 0) {
             confirm_on_return(&c->confirms, w->tags[i]);
             return;
         }
@@ -195,7 +196,8 @@ static void on_return(mq_client_t *c, const amqp_frame_t *f)
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         content_failed(c, r, "a returned message");
     } else {
-        char *id = (msg.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG) ? dup_bytes(msg.properties.message_id) : NULL;
+        bool oom = false;
+        char *id = dup_prop(&msg.properties, AMQP_BASIC_MESSAGE_ID_FLAG, msg.properties.message_id, &oom);
         log_kv(LOG_WARN, "publish returned unroutable", "reply_code", code, "reply_text", text,
                "exchange", exchange, "routing_key", key, "message_id", id, NULL);
         mq_set_error(c, "returned: %s %.200s", code, text ? text : "");
@@ -208,11 +210,17 @@ static void on_return(mq_client_t *c, const amqp_frame_t *f)
     free(text);
 }
 
+/* A close method from the broker, described like a failed RPC's reply. */
+static void describe_close(const amqp_frame_t *f, char *why, size_t len)
+{
+    amqp_rpc_reply_t r = {.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION, .reply = f->payload.method};
+    mq_describe_reply(r, why, len);
+}
+
 static void on_channel_close(mq_client_t *c, const amqp_frame_t *f)
 {
-    const amqp_channel_close_t *m = f->payload.method.decoded;
     char why[ERRBUF_SIZE];
-    snprintf(why, sizeof why, "%u %.*s", m->reply_code, (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+    describe_close(f, why, sizeof why);
     amqp_channel_close_ok_t ok = {0};
     if (amqp_send_method(c->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK) {
         mq_connection_lost(c, "sending channel.close-ok failed");
@@ -223,10 +231,8 @@ static void on_channel_close(mq_client_t *c, const amqp_frame_t *f)
 
 static void on_connection_close(mq_client_t *c, const amqp_frame_t *f)
 {
-    const amqp_connection_close_t *m = f->payload.method.decoded;
     char why[ERRBUF_SIZE];
-    snprintf(why, sizeof why, "connection closed by broker: %u %.*s", m->reply_code,
-             (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+    describe_close(f, why, sizeof why);
     amqp_connection_close_ok_t ok = {0};
     (void)amqp_send_method(c->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
     mq_connection_lost(c, why);

@@ -18,7 +18,8 @@ static void new_message_id(char *buf, size_t len)
     r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
     r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
     snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+             r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+             r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
 }
 
 static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_id)
@@ -54,8 +55,9 @@ static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_i
         p.headers = (amqp_table_t){.num_entries = 1, .entries = &header};
     }
     amqp_bytes_t body = {.len = m->body_len, .bytes = (void *)m->body};
-    return amqp_basic_publish(c->conn, MQ_CHANNEL, amqp_cstring_bytes(m->exchange ? m->exchange : ""),
-                              amqp_cstring_bytes(m->routing_key ? m->routing_key : ""), m->mandatory, 0, &p, body);
+    amqp_bytes_t exchange = amqp_cstring_bytes(m->exchange ? m->exchange : "");
+    amqp_bytes_t key = amqp_cstring_bytes(m->routing_key ? m->routing_key : "");
+    return amqp_basic_publish(c->conn, MQ_CHANNEL, exchange, key, m->mandatory, 0, &p, body);
 }
 
 /* Write every message; stops at the first connection problem. */
@@ -103,7 +105,31 @@ static int status_of(confirm_result_t r, const mq_publish_wait_t *w)
     return MQ_ERR_CONNECTION;
 }
 
-/* Publish and wait for confirms; fills results, returns the first failure or MQ_OK. */
+/* Each message's status into results; logs the first failure. Returns it, or MQ_OK. */
+static int collect_results(mq_client_t *c, const mq_publish_wait_t *w, int *results)
+{
+    int first = MQ_OK;
+    for (size_t i = 0; i < w->n; i++) {
+        bool sent = i < w->sent;
+        if (sent)
+            results[i] = status_of(confirm_result_cookie(&c->confirms, w->first_cookie + i), w);
+        else
+            results[i] = c->conn ? MQ_ERR_TIMEOUT : MQ_ERR_CONNECTION;
+        if (results[i] == MQ_OK || first != MQ_OK)
+            continue;
+        first = results[i];
+        if (first == MQ_ERR_TIMEOUT) /* the message may still arrive: outcome unknown */
+            mq_set_error(c, "no confirm within %d ms", c->opts.publish_timeout_ms);
+        else if (first == MQ_ERR_NACKED)
+            mq_set_error(c, "nacked by the broker");
+        log_kv(LOG_WARN, "publish failed", "status", mq_status_name(first), "exchange", w->msgs[i].exchange,
+               "routing_key", w->msgs[i].routing_key, "message_id", sent ? w->ids[i] : w->msgs[i].message_id,
+               "execution_id", w->msgs[i].execution_id, "error", c->last_error, NULL);
+    }
+    return first;
+}
+
+/* Publish and wait for confirms, all within publish_timeout_ms. */
 static int publish_wait(mq_client_t *c, mq_publish_wait_t *w, int *results)
 {
     int64_t deadline = now_mono_ms() + c->opts.publish_timeout_ms;
@@ -116,26 +142,7 @@ static int publish_wait(mq_client_t *c, mq_publish_wait_t *w, int *results)
     while (!all_confirmed(c, w, &from) && mq_read_frame(c, deadline) > 0)
         ;
     c->waiting = NULL;
-
-    int first = MQ_OK;
-    for (size_t i = 0; i < w->n; i++) {
-        bool sent = i < w->sent;
-        if (sent && w->tags[i] != UINT64_MAX)
-            results[i] = status_of(confirm_result_cookie(&c->confirms, w->first_cookie + i), w);
-        else
-            results[i] = c->conn ? MQ_ERR_TIMEOUT : MQ_ERR_CONNECTION;
-        if (results[i] != MQ_OK && first == MQ_OK) {
-            first = results[i];
-            if (first == MQ_ERR_TIMEOUT) /* the message may still arrive: outcome unknown */
-                mq_set_error(c, "no confirm within %d ms", c->opts.publish_timeout_ms);
-            else if (first == MQ_ERR_NACKED)
-                mq_set_error(c, "nacked by the broker");
-            log_kv(LOG_WARN, "publish failed", "status", mq_status_name(results[i]), "exchange",
-                   w->msgs[i].exchange, "routing_key", w->msgs[i].routing_key, "message_id",
-                   sent ? w->ids[i] : "", "execution_id", w->msgs[i].execution_id,
-                   "error", c->last_error, NULL);
-        }
-    }
+    int first = collect_results(c, w, results);
     confirm_collect(&c->confirms);
     return first;
 }
@@ -144,8 +151,12 @@ static int publish_wait(mq_client_t *c, mq_publish_wait_t *w, int *results)
 static bool breaker_failure(const int *results, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (results[i] == MQ_ERR_CONNECTION || results[i] == MQ_ERR_TIMEOUT || results[i] == MQ_ERR_NACKED)
+        switch (results[i]) {
+        case MQ_ERR_CONNECTION:
+        case MQ_ERR_TIMEOUT:
+        case MQ_ERR_NACKED:
             return true;
+        }
     return false;
 }
 
@@ -195,8 +206,6 @@ int mq_publish_batch(mq_client_t *c, const mq_message_t *msgs, size_t n, int *re
         breaker_record_failure(&c->breaker, now_mono_ms());
         return fill(results, n, MQ_ERR_CONNECTION);
     }
-    for (size_t i = 0; i < n; i++)
-        w.tags[i] = UINT64_MAX;
     rc = publish_wait(c, &w, results);
     free(w.ids);
     free(w.tags);

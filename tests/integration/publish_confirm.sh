@@ -48,8 +48,13 @@ assert_eq 100 "$ids" "distinct message ids"
 assert_contains "$(sed -n 1p "$TEST_TMP/consume.out")" "message_id=$Q-msg-0 type=ExecutionRequested execution_id=4242 content_type=application/json"
 assert_eq 0 "$(queue_messages "$Q")" "messages left after acking all"
 
+# Per-message TTL goes out as the expiration property (milliseconds, as text).
+"$PROBE" publish -n 1 -x 600000 ":$Q" >/dev/null 2>&1 || fail "publish with expiration failed"
+mgmt_post "queues/%2F/$(urlencode "$Q")/get" '{"count":1,"ackmode":"ack_requeue_true","encoding":"auto"}' \
+    >"$TEST_TMP/get.json"
+assert_eq "600000" "$(props 0 .expiration)" "expiration"
+
 # A nack without requeue removes the message (no dead-letter exchange on this queue).
-"$PROBE" publish -n 1 ":$Q" >/dev/null 2>&1 || fail "publish before nack failed"
 "$PROBE" consume -q "$Q" -n 1 --nack >"$TEST_TMP/nack.out" 2>&1 || fail "nack consume failed: $(cat "$TEST_TMP/nack.out")"
 assert_not_contains "$(cat "$TEST_TMP/nack.out")" "settle status="
 assert_eq 0 "$(queue_messages "$Q")" "messages left after nack(requeue=false)"
