@@ -14,7 +14,8 @@
 
 #define WORKER_ID_MAX 64
 
-/* Worker ids become queue names and routing keys: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
+/* Worker ids become queue names and routing keys: [A-Za-z0-9][A-Za-z0-9_.-]{0,63},
+ * with no ".." and no trailing "." (no empty routing-key words). */
 bool topo_worker_id_valid(const char *id);
 /* "worker.{id}.executions" and "execution.dispatch.worker.{id}" into buf; -1 if too long. */
 int topo_worker_queue(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
