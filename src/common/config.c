@@ -1,17 +1,369 @@
-/* Placeholder: the config table lands in the next commit. */
+/* Configuration loading: defaults, then the libconfig file, then WARREN__* environment, all
+ * driven by the key table; bad input is an error naming the file, line and key, never a default. */
+#include <errno.h>
+#include <libconfig.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common/config_table.h"
 #include "warren/config.h"
+
+extern char **environ;
+
+_Static_assert(sizeof(((warren_config_t *)0)->source) >= 64, "source array too small");
+
+static void *field(warren_config_t *cfg, const cfg_key_t *k)
+{
+    return (char *)cfg + k->offset;
+}
+
+static const cfg_key_t *find_key(const char *path, size_t *index)
+{
+    for (size_t i = 0; i < cfg_table_len; i++)
+        if (!strcmp(cfg_table[i].path, path)) {
+            if (index)
+                *index = i;
+            return &cfg_table[i];
+        }
+    return NULL;
+}
+
+/* True when some key lives below `prefix` (a group in the file). */
+static bool is_group(const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (size_t i = 0; i < cfg_table_len; i++)
+        if (!strncmp(cfg_table[i].path, prefix, n) && cfg_table[i].path[n] == '.')
+            return true;
+    return false;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int set_string(warren_config_t *cfg, const cfg_key_t *k, const char *value)
+{
+    char **slot = field(cfg, k);
+    char *copy = strdup(value);
+    if (!copy)
+        return -1;
+    free(*slot);
+    *slot = copy;
+    return 0;
+}
+
+static int check_int(const cfg_key_t *k, long long v, char *why, size_t whylen)
+{
+    if (v < k->min || v > k->max)
+        return fail(why, whylen, "%lld is out of bounds [%lld, %lld]", v, k->min, k->max);
+    return 0;
+}
+
+static int enum_index(const cfg_key_t *k, const char *s)
+{
+    for (int i = 0; k->choices[i]; i++)
+        if (!strcmp(k->choices[i], s))
+            return i;
+    return -1;
+}
+
+static void choices_text(const cfg_key_t *k, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; k->choices[i] && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "|" : "", k->choices[i]);
+}
+
+/* Parse a textual value (defaults and environment) into the field; why gets the problem. */
+static int set_from_text(warren_config_t *cfg, const cfg_key_t *k, const char *text, char *why,
+                         size_t whylen)
+{
+    switch (k->type) {
+    case CT_STRING:
+        return set_string(cfg, k, text) == 0 ? 0 : fail(why, whylen, "out of memory");
+    case CT_INT: {
+        char *end;
+        errno = 0;
+        long long v = strtoll(text, &end, 10);
+        if (errno || end == text || *end)
+            return fail(why, whylen, "expected an integer, got '%s'", text);
+        if (check_int(k, v, why, whylen))
+            return -1;
+        *(int *)field(cfg, k) = (int)v;
+        return 0;
+    }
+    case CT_BOOL: {
+        static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
+        for (size_t i = 0; i < 4; i++) {
+            if (!strcasecmp(text, yes[i]) || !strcasecmp(text, no[i])) {
+                *(bool *)field(cfg, k) = !strcasecmp(text, yes[i]);
+                return 0;
+            }
+        }
+        return fail(why, whylen, "expected true or false, got '%s'", text);
+    }
+    case CT_ENUM: {
+        int i = enum_index(k, text);
+        if (i < 0) {
+            char c[128];
+            choices_text(k, c, sizeof c);
+            return fail(why, whylen, "expected one of %s, got '%s'", c, text);
+        }
+        *(int *)field(cfg, k) = i;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static const char *setting_type_name(int type)
+{
+    switch (type) {
+    case CONFIG_TYPE_GROUP: return "a group";
+    case CONFIG_TYPE_INT:
+    case CONFIG_TYPE_INT64: return "an integer";
+    case CONFIG_TYPE_FLOAT: return "a float";
+    case CONFIG_TYPE_STRING: return "a string";
+    case CONFIG_TYPE_BOOL: return "a boolean";
+    case CONFIG_TYPE_ARRAY: return "an array";
+    case CONFIG_TYPE_LIST: return "a list";
+    default: return "an unknown type";
+    }
+}
+
+static const char *key_type_name(cfg_type_t t)
+{
+    switch (t) {
+    case CT_STRING: return "a string";
+    case CT_INT: return "an integer";
+    case CT_BOOL: return "a boolean (true/false)";
+    case CT_ENUM: return "a string";
+    }
+    return "?";
+}
+
+/* Apply one scalar setting from the file. */
+static int apply_setting(warren_config_t *cfg, const cfg_key_t *k, const config_setting_t *s,
+                         char *why, size_t whylen)
+{
+    int type = config_setting_type(s);
+    bool ok = (k->type == CT_INT && (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64)) ||
+              (k->type == CT_BOOL && type == CONFIG_TYPE_BOOL) ||
+              ((k->type == CT_STRING || k->type == CT_ENUM) && type == CONFIG_TYPE_STRING);
+    if (!ok)
+        return fail(why, whylen, "expected %s, got %s", key_type_name(k->type), setting_type_name(type));
+    switch (k->type) {
+    case CT_INT: {
+        long long v = config_setting_get_int64(s);
+        if (check_int(k, v, why, whylen))
+            return -1;
+        *(int *)field(cfg, k) = (int)v;
+        return 0;
+    }
+    case CT_BOOL:
+        *(bool *)field(cfg, k) = config_setting_get_bool(s);
+        return 0;
+    default:
+        return set_from_text(cfg, k, config_setting_get_string(s), why, whylen);
+    }
+}
+
+/* Walk a group of the file: every leaf must be a known key of the right type. */
+static int apply_group(warren_config_t *cfg, const config_setting_t *group, const char *prefix,
+                       const char *file, char *err, size_t errlen)
+{
+    for (int i = 0; i < config_setting_length(group); i++) {
+        const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
+        const char *name = config_setting_name(s);
+        char path[256], why[256];
+        snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", name ? name : "?");
+        int line = (int)config_setting_source_line(s);
+        size_t idx;
+        const cfg_key_t *k = find_key(path, &idx);
+        if (config_setting_type(s) == CONFIG_TYPE_GROUP) {
+            if (k)
+                return fail(err, errlen, "%s:%d: %s: expected %s, got a group", file, line, path,
+                            key_type_name(k->type));
+            if (!is_group(path))
+                return fail(err, errlen, "%s:%d: %s: unknown key", file, line, path);
+            if (apply_group(cfg, s, path, file, err, errlen))
+                return -1;
+            continue;
+        }
+        if (!k)
+            return fail(err, errlen, "%s:%d: %s: unknown key%s", file, line, path,
+                        is_group(path) ? " (it is a group of settings)" : "");
+        if (apply_setting(cfg, k, s, why, sizeof why))
+            return fail(err, errlen, "%s:%d: %s: %s", file, line, path, why);
+        cfg->source[idx] = CFG_SRC_FILE;
+    }
+    return 0;
+}
+
+static int load_file(warren_config_t *cfg, const char *file, char *err, size_t errlen)
+{
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return fail(err, errlen, "%s: cannot read: %s", file, strerror(errno));
+    config_t lc;
+    config_init(&lc);
+    int rc = config_read(&lc, f);
+    fclose(f);
+    if (rc != CONFIG_TRUE) {
+        fail(err, errlen, "%s:%d: malformed file: %s", file, config_error_line(&lc),
+             config_error_text(&lc));
+        config_destroy(&lc);
+        return -1;
+    }
+    rc = apply_group(cfg, config_root_setting(&lc), "", file, err, errlen);
+    config_destroy(&lc);
+    return rc;
+}
+
+static int load_env(warren_config_t *cfg, char *err, size_t errlen)
+{
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "WARREN__", 8))
+            continue;
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        size_t namelen = (size_t)(eq - *e);
+        bool known = false;
+        for (size_t i = 0; i < cfg_table_len && !known; i++) {
+            char name[160], why[256];
+            cfg_env_name(cfg_table[i].path, name, sizeof name);
+            if (strlen(name) != namelen || strncmp(name, *e, namelen))
+                continue;
+            known = true;
+            if (set_from_text(cfg, &cfg_table[i], eq + 1, why, sizeof why))
+                return fail(err, errlen, "environment %s (key %s): %s", name, cfg_table[i].path, why);
+            cfg->source[i] = CFG_SRC_ENV;
+        }
+        if (!known)
+            return fail(err, errlen, "environment %.*s: unknown key (WARREN__ + path with dots as __)",
+                        (int)namelen, *e);
+    }
+    return 0;
+}
 
 int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
 {
-    (void)path;
     memset(cfg, 0, sizeof *cfg);
-    snprintf(err, errlen, "configuration table not built yet");
-    return -1;
+    for (size_t i = 0; i < cfg_table_len; i++) {
+        char why[256];
+        if (set_from_text(cfg, &cfg_table[i], cfg_table[i].def, why, sizeof why))
+            return fail(err, errlen, "built-in default of %s: %s", cfg_table[i].path, why);
+    }
+    if (!path || !*path)
+        path = getenv("WARREN_CONFIG");
+    if (path && *path && load_file(cfg, path, err, errlen))
+        return -1;
+    return load_env(cfg, err, errlen);
 }
 
 void cfg_free(warren_config_t *cfg)
 {
-    (void)cfg;
+    for (size_t i = 0; i < cfg_table_len; i++)
+        if (cfg_table[i].type == CT_STRING) {
+            char **slot = field(cfg, &cfg_table[i]);
+            free(*slot);
+            *slot = NULL;
+        }
+}
+
+cfg_source_t cfg_source(const warren_config_t *cfg, const char *key)
+{
+    size_t idx;
+    return find_key(key, &idx) ? (cfg_source_t)cfg->source[idx] : CFG_SRC_DEFAULT;
+}
+
+char *cfg_mask_url(const char *url)
+{
+    const char *scheme = strstr(url, "://");
+    const char *at = strrchr(url, '@');
+    const char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
+    if (!scheme || !at || !colon || colon > at)
+        return strdup(url);
+    size_t head = (size_t)(colon + 1 - url);
+    size_t len = head + 4 + strlen(at) + 1;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%.*s****%s", (int)head, url, at);
+    return out;
+}
+
+/* Effective value of a key as text (secrets masked); caller frees. */
+static char *value_text(const warren_config_t *cfg, const cfg_key_t *k, bool mask)
+{
+    char buf[64];
+    const void *p = (const char *)cfg + k->offset;
+    switch (k->type) {
+    case CT_STRING: {
+        const char *s = *(char *const *)p ? *(char *const *)p : "";
+        if (mask && k->secret)
+            return strstr(s, "://") ? cfg_mask_url(s) : strdup(*s ? "****" : "");
+        return strdup(s);
+    }
+    case CT_INT: snprintf(buf, sizeof buf, "%d", *(const int *)p); return strdup(buf);
+    case CT_BOOL: return strdup(*(const bool *)p ? "true" : "false");
+    case CT_ENUM: return strdup(k->choices[*(const int *)p]);
+    }
+    return strdup("?");
+}
+
+void cfg_print(const warren_config_t *cfg, FILE *out)
+{
+    static const char *const src_names[] = {"default", "file", "env"};
+    for (size_t i = 0; i < cfg_table_len; i++) {
+        char *v = value_text(cfg, &cfg_table[i], true);
+        const char *quote = cfg_table[i].type == CT_STRING || cfg_table[i].type == CT_ENUM ? "\"" : "";
+        char src[200];
+        if (cfg->source[i] == CFG_SRC_ENV) {
+            char name[160];
+            cfg_env_name(cfg_table[i].path, name, sizeof name);
+            snprintf(src, sizeof src, "env %s", name);
+        } else {
+            snprintf(src, sizeof src, "%s", src_names[cfg->source[i]]);
+        }
+        fprintf(out, "%-46s = %s%s%s  # %s\n", cfg_table[i].path, quote, v ? v : "?", quote, src);
+        free(v);
+    }
+}
+
+void cfg_write_docs(FILE *out)
+{
+    fprintf(out, "# Configuration reference\n\n"
+                 "Generated from the key table in `src/common/config_table.c` by `warren config docs`;\n"
+                 "do not edit by hand (a test compares this file with the generated text).\n\n"
+                 "warren reads a libconfig file given by `-c FILE` or `WARREN_CONFIG` (see "
+                 "`conf/warren.conf`),\nthen environment variables: every key can be overridden by "
+                 "`WARREN__` + the key path\nupper-cased with dots written as `__`, e.g. "
+                 "`WARREN__MESSAGE_QUEUE__RABBITMQ__URL`.\n"
+                 "An unknown key, a wrong type, a value out of bounds or a malformed file is an error "
+                 "(exit 2)\nthat names the file, line and key. `warren config check` prints the "
+                 "effective values,\nsecrets masked, with where each came from (default, file or env).\n"
+                 "Changing any key needs a restart.\n\n"
+                 "| key | type | default | bounds / values | environment | description |\n"
+                 "|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i < cfg_table_len; i++) {
+        const cfg_key_t *k = &cfg_table[i];
+        char bounds[128] = "", env[160];
+        if (k->type == CT_INT)
+            snprintf(bounds, sizeof bounds, "%lld .. %lld", k->min, k->max);
+        else if (k->type == CT_ENUM)
+            choices_text(k, bounds, sizeof bounds);
+        cfg_env_name(k->path, env, sizeof env);
+        static const char *const types[] = {"string", "integer", "boolean", "enum"};
+        fprintf(out, "| `%s` | %s | `%s` | %s | `%s` | %s%s |\n", k->path, types[k->type], k->def,
+                bounds, env, k->help, k->secret ? " (secret: masked in `config check`)" : "");
+    }
 }

@@ -1,0 +1,28 @@
+/* The configuration table: one row per key. Private to the config module and its tests. */
+#ifndef WARREN_CONFIG_TABLE_H
+#define WARREN_CONFIG_TABLE_H
+
+#include <stddef.h>
+#include "warren/config.h"
+
+typedef enum { CT_STRING = 0, CT_INT, CT_BOOL, CT_ENUM } cfg_type_t;
+
+typedef struct cfg_key {
+    const char *path;            /* dotted key path as written in the file */
+    cfg_type_t type;
+    size_t offset;               /* into warren_config_t */
+    const char *def;             /* default as text (parsed like an environment value) */
+    long long min, max;          /* bounds for CT_INT */
+    const char *const *choices;  /* NULL-terminated, for CT_ENUM (stored as the index) */
+    bool secret;                 /* masked by `config check` */
+    bool reloadable;             /* may change without a restart (no reload yet: documented) */
+    const char *help;
+} cfg_key_t;
+
+extern const cfg_key_t cfg_table[];
+extern const size_t cfg_table_len;
+
+/* Environment variable for a key: WARREN__ + path upper-cased, dots as "__". */
+void cfg_env_name(const char *path, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,279 @@
+/* Config table: defaults, file and environment precedence, and every kind of bad input. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "common/config_table.h"
+#include "warren/config.h"
+
+static char tmp_path[64];
+
+static const char *write_conf(const char *text)
+{
+    snprintf(tmp_path, sizeof tmp_path, "/tmp/warren-test-conf-XXXXXX");
+    int fd = mkstemp(tmp_path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return tmp_path;
+}
+
+/* Load `text` as a config file; returns cfg_load's result, err filled. */
+static int load_text(warren_config_t *cfg, const char *text, char *err, size_t errlen)
+{
+    const char *p = write_conf(text);
+    int rc = cfg_load(cfg, p, err, errlen);
+    unlink(p);
+    return rc;
+}
+
+static int clear_env(void **state)
+{
+    (void)state;
+    unsetenv("WARREN_CONFIG");
+    for (size_t i = 0; i < cfg_table_len; i++) {
+        char name[160];
+        cfg_env_name(cfg_table[i].path, name, sizeof name);
+        unsetenv(name);
+    }
+    unsetenv("WARREN__NO__SUCH_KEY");
+    return 0;
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    warren_config_t cfg;
+    char err[512] = "";
+    assert_int_equal(cfg_load(&cfg, NULL, err, sizeof err), 0);
+    assert_int_equal(cfg.rabbitmq.worker_queue_ttl_ms, 300000);
+    assert_string_equal(cfg.rabbitmq.dead_letter.exchange, "attune.dlx");
+    assert_string_equal(cfg.rabbitmq.dead_letter.queue, "attune.dlx.queue");
+    assert_int_equal(cfg.rabbitmq.dead_letter.ttl_ms, 86400000);
+    assert_string_equal(cfg.rabbitmq.exchanges.executions, "attune.executions");
+    assert_true(cfg.rabbitmq.dead_letter.enabled);
+    assert_int_equal(cfg.rabbitmq.queue_type, QUEUE_CLASSIC);
+    assert_int_equal(cfg.circuit_breaker.messaging.failure_threshold, 5);
+    assert_int_equal(cfg.circuit_breaker.messaging.success_threshold, 2);
+    assert_int_equal(cfg.circuit_breaker.messaging.open_timeout_s, 30);
+    assert_int_equal(cfg_source(&cfg, "database.url"), CFG_SRC_DEFAULT);
+    cfg_free(&cfg);
+}
+
+static void test_every_default_parses(void **state)
+{
+    (void)state;
+    /* Each row's default must satisfy its own type and bounds (cfg_load checks this too). */
+    for (size_t i = 0; i < cfg_table_len; i++) {
+        assert_non_null(cfg_table[i].help);
+        assert_true(strlen(cfg_table[i].help) > 10);
+        if (cfg_table[i].type == CT_INT) {
+            long long v = atoll(cfg_table[i].def);
+            assert_true(v >= cfg_table[i].min && v <= cfg_table[i].max);
+        }
+        for (size_t j = i + 1; j < cfg_table_len; j++)
+            assert_string_not_equal(cfg_table[i].path, cfg_table[j].path);
+    }
+    assert_true(cfg_table_len <= sizeof(((warren_config_t *)0)->source));
+}
+
+static void test_file_values_and_sources(void **state)
+{
+    (void)state;
+    warren_config_t cfg;
+    char err[512] = "";
+    int rc = load_text(&cfg,
+                       "message_queue = { rabbitmq = { worker_queue_ttl_ms = 1500;\n"
+                       "  queue_type = \"quorum\"; dead_letter = { enabled = false; }; }; };\n"
+                       "log = { level = \"debug\"; };\n",
+                       err, sizeof err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.rabbitmq.worker_queue_ttl_ms, 1500);
+    assert_int_equal(cfg.rabbitmq.queue_type, QUEUE_QUORUM);
+    assert_false(cfg.rabbitmq.dead_letter.enabled);
+    assert_int_equal(cfg.log.level, 0);
+    assert_int_equal(cfg_source(&cfg, "message_queue.rabbitmq.worker_queue_ttl_ms"), CFG_SRC_FILE);
+    assert_int_equal(cfg_source(&cfg, "message_queue.rabbitmq.prefetch"), CFG_SRC_DEFAULT);
+    cfg_free(&cfg);
+}
+
+static void test_env_overrides_file(void **state)
+{
+    (void)state;
+    warren_config_t cfg;
+    char err[512] = "";
+    setenv("WARREN__MESSAGE_QUEUE__RABBITMQ__WORKER_QUEUE_TTL_MS", "777", 1);
+    setenv("WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__ENABLED", "no", 1);
+    setenv("WARREN__DATABASE__URL", "postgresql://u:pw@h:1/db", 1);
+    int rc = load_text(&cfg, "message_queue = { rabbitmq = { worker_queue_ttl_ms = 1500; }; };\n",
+                       err, sizeof err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.rabbitmq.worker_queue_ttl_ms, 777);
+    assert_false(cfg.rabbitmq.dead_letter.enabled);
+    assert_string_equal(cfg.database.url, "postgresql://u:pw@h:1/db");
+    assert_int_equal(cfg_source(&cfg, "message_queue.rabbitmq.worker_queue_ttl_ms"), CFG_SRC_ENV);
+    cfg_free(&cfg);
+}
+
+static void test_config_path_from_env(void **state)
+{
+    (void)state;
+    warren_config_t cfg;
+    char err[512] = "";
+    const char *p = write_conf("worker = { max_concurrency = 9; };\n");
+    setenv("WARREN_CONFIG", p, 1);
+    assert_int_equal(cfg_load(&cfg, NULL, err, sizeof err), 0);
+    unlink(p);
+    assert_int_equal(cfg.worker.max_concurrency, 9);
+    cfg_free(&cfg);
+}
+
+/* Each bad file must fail and the message must contain every fragment given. */
+static void expect_file_error(const char *text, const char *const *fragments)
+{
+    warren_config_t cfg;
+    char err[512] = "";
+    assert_int_equal(load_text(&cfg, text, err, sizeof err), -1);
+    for (; *fragments; fragments++) {
+        if (!strstr(err, *fragments))
+            fail_msg("error '%s' lacks '%s'", err, *fragments);
+    }
+    cfg_free(&cfg);
+}
+
+static void test_unknown_key(void **state)
+{
+    (void)state;
+    expect_file_error("log = { level = \"info\";\n  colour = true; };\n",
+                      (const char *[]){":2:", "log.colour", "unknown key", NULL});
+    expect_file_error("nosuch = 1;\n", (const char *[]){":1:", "nosuch", "unknown key", NULL});
+    expect_file_error("log = 3;\n", (const char *[]){"log", "group", NULL});
+}
+
+static void test_wrong_type(void **state)
+{
+    (void)state;
+    expect_file_error("\nworker = { max_concurrency = \"four\"; };\n",
+                      (const char *[]){":2:", "worker.max_concurrency", "expected an integer", "string", NULL});
+    expect_file_error("message_queue = { rabbitmq = { dead_letter = { enabled = 1; }; }; };\n",
+                      (const char *[]){"dead_letter.enabled", "boolean", NULL});
+    expect_file_error("database = { url = 5; };\n", (const char *[]){"database.url", "string", NULL});
+    expect_file_error("log = { level = { x = 1; }; };\n", (const char *[]){"log.level", "group", NULL});
+}
+
+static void test_out_of_bounds(void **state)
+{
+    (void)state;
+    expect_file_error("worker = { max_concurrency = 0; };\n",
+                      (const char *[]){"worker.max_concurrency", "out of bounds", "[1, 1024]", NULL});
+    expect_file_error("circuit_breaker = { messaging = { failure_threshold = 100000; }; };\n",
+                      (const char *[]){"failure_threshold", "out of bounds", NULL});
+    expect_file_error("message_queue = { rabbitmq = { worker_queue_ttl_ms = 99999999999L; }; };\n",
+                      (const char *[]){"worker_queue_ttl_ms", "out of bounds", NULL});
+    expect_file_error("message_queue = { rabbitmq = { queue_type = \"stream\"; }; };\n",
+                      (const char *[]){"queue_type", "classic|quorum", "stream", NULL});
+}
+
+static void test_malformed_file(void **state)
+{
+    (void)state;
+    expect_file_error("log = {\n  level = \"info\";\n  format = = \"json\"; };\n",
+                      (const char *[]){":3:", "malformed", NULL});
+    expect_file_error("worker = { max_concurrency = 4; ", (const char *[]){"malformed", NULL});
+}
+
+static void test_unreadable_file(void **state)
+{
+    (void)state;
+    warren_config_t cfg;
+    char err[512] = "";
+    assert_int_equal(cfg_load(&cfg, "/nonexistent/warren.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent/warren.conf"));
+    assert_non_null(strstr(err, "cannot read"));
+    cfg_free(&cfg);
+}
+
+static void expect_env_error(const char *name, const char *value, const char *fragment)
+{
+    warren_config_t cfg;
+    char err[512] = "";
+    setenv(name, value, 1);
+    assert_int_equal(cfg_load(&cfg, NULL, err, sizeof err), -1);
+    unsetenv(name);
+    if (!strstr(err, name) || !strstr(err, fragment))
+        fail_msg("error '%s' lacks '%s' or '%s'", err, name, fragment);
+    cfg_free(&cfg);
+}
+
+static void test_bad_env(void **state)
+{
+    (void)state;
+    expect_env_error("WARREN__NO__SUCH_KEY", "1", "unknown key");
+    expect_env_error("WARREN__WORKER__MAX_CONCURRENCY", "12abc", "expected an integer");
+    expect_env_error("WARREN__WORKER__MAX_CONCURRENCY", "0", "out of bounds");
+    expect_env_error("WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__ENABLED", "maybe", "true or false");
+    expect_env_error("WARREN__LOG__FORMAT", "xml", "auto|json|text");
+}
+
+static void test_mask_url(void **state)
+{
+    (void)state;
+    char *m = cfg_mask_url("amqp://guest:secret@127.0.0.1:5672/%2f");
+    assert_string_equal(m, "amqp://guest:****@127.0.0.1:5672/%2f");
+    free(m);
+    m = cfg_mask_url("postgresql://postgres@127.0.0.1:5432/warren");
+    assert_string_equal(m, "postgresql://postgres@127.0.0.1:5432/warren");
+    free(m);
+}
+
+static void test_print_masks_secrets(void **state)
+{
+    (void)state;
+    warren_config_t cfg;
+    char err[512] = "", *buf = NULL;
+    size_t len = 0;
+    setenv("WARREN__MESSAGE_QUEUE__RABBITMQ__URL", "amqp://app:hunter2@mq:5672/%2f", 1);
+    assert_int_equal(cfg_load(&cfg, NULL, err, sizeof err), 0);
+    FILE *f = open_memstream(&buf, &len);
+    cfg_print(&cfg, f);
+    fclose(f);
+    assert_null(strstr(buf, "hunter2"));
+    assert_non_null(strstr(buf, "amqp://app:****@mq:5672/%2f"));
+    assert_non_null(strstr(buf, "env WARREN__MESSAGE_QUEUE__RABBITMQ__URL"));
+    free(buf);
+    cfg_free(&cfg);
+}
+
+static void test_env_name(void **state)
+{
+    (void)state;
+    char name[160];
+    cfg_env_name("message_queue.rabbitmq.dead_letter.ttl_ms", name, sizeof name);
+    assert_string_equal(name, "WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__TTL_MS");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_defaults, clear_env),
+        cmocka_unit_test_setup(test_every_default_parses, clear_env),
+        cmocka_unit_test_setup(test_file_values_and_sources, clear_env),
+        cmocka_unit_test_setup(test_env_overrides_file, clear_env),
+        cmocka_unit_test_setup(test_config_path_from_env, clear_env),
+        cmocka_unit_test_setup(test_unknown_key, clear_env),
+        cmocka_unit_test_setup(test_wrong_type, clear_env),
+        cmocka_unit_test_setup(test_out_of_bounds, clear_env),
+        cmocka_unit_test_setup(test_malformed_file, clear_env),
+        cmocka_unit_test_setup(test_unreadable_file, clear_env),
+        cmocka_unit_test_setup(test_bad_env, clear_env),
+        cmocka_unit_test_setup(test_mask_url, clear_env),
+        cmocka_unit_test_setup(test_print_masks_secrets, clear_env),
+        cmocka_unit_test_setup(test_env_name, clear_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
