@@ -298,22 +298,15 @@ static const char *span_after(const char *from, const char *start, const char *s
     return b;
 }
 
-/* The broker prints values as "the value '60000' of type 'long'", "the value
- * '<<\"attune.dlx\">>' of type 'longstr'", "'fanout'" or "none". Reduce them to the value;
- * false for "none". */
+/* RabbitMQ 3.10 prints values as "'60000'", "the value 'attune.dlx' of type 'longstr'" or
+ * "none". Reduce them to the value; false for "none". */
 static bool broker_value(const char *text, char *buf, size_t len)
 {
-    char v[TOPO_NAME_MAX];
     if (!strcmp(text, "none"))
         return false;
-    if (!span_after(text, "the value '", "' of type", v, sizeof v) &&
-        !span_after(text, "'", "'", v, sizeof v))
-        snprintf(v, sizeof v, "%s", text);
-    size_t n = strlen(v);
-    if (n >= 6 && !strncmp(v, "<<\"", 3) && !strcmp(v + n - 3, "\">>"))
-        snprintf(buf, len, "'%.*s'", (int)(n - 6), v + 3);
-    else
-        snprintf(buf, len, "%s", v);
+    if (!span_after(text, "the value '", "' of type", buf, len) &&
+        !span_after(text, "'", "'", buf, len))
+        snprintf(buf, len, "%s", text);
     return true;
 }
 

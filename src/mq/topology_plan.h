@@ -74,8 +74,8 @@ int topo_compare_bindings(const topo_plan_t *p, const char *exchange, const char
 
 /*
  * Turn the broker's 406 reply text ("PRECONDITION_FAILED - inequivalent arg 'x-message-ttl'
- * for queue 'q' in vhost '/': received the value '300000' of type 'long' but current is the
- * value '60000' of type 'long'") into an operator-readable sentence in err.
+ * for queue 'q' in vhost '/': received '300000' but current is '60000'") into an
+ * operator-readable sentence in err; other refusals are quoted as they are.
  */
 void topo_explain_refusal(const char *what, const char *name, const char *reply, char *err,
                           size_t errlen);

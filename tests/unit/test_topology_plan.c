@@ -223,8 +223,7 @@ static void test_explain_refusal(void **state)
     topo_explain_refusal(
         "queue", "worker.w1.executions",
         "406 PRECONDITION_FAILED - inequivalent arg 'x-message-ttl' for queue "
-        "'worker.w1.executions' in vhost '/': received the value '300000' of type 'long' but "
-        "current is the value '60000' of type 'long'",
+        "'worker.w1.executions' in vhost '/': received '300000' but current is '60000'",
         err, sizeof err);
     assert_string_equal(err, "queue 'worker.w1.executions' exists with x-message-ttl=60000 but "
                              "configuration wants 300000: drain and delete the queue or change "
@@ -232,13 +231,22 @@ static void test_explain_refusal(void **state)
 
     topo_explain_refusal("queue", "q",
                          "406 PRECONDITION_FAILED - inequivalent arg 'x-dead-letter-exchange' for "
-                         "queue 'q' in vhost '/': received the value '<<\"attune.dlx\">>' of type "
+                         "queue 'q' in vhost '/': received the value 'attune.dlx' of type "
                          "'longstr' but current is none",
                          err, sizeof err);
     assert_string_equal(err, "queue 'q' exists without x-dead-letter-exchange but configuration "
-                             "wants x-dead-letter-exchange='attune.dlx': drain and delete the "
+                             "wants x-dead-letter-exchange=attune.dlx: drain and delete the "
                              "queue or change the configuration to match; see `warren topology "
                              "verify`");
+
+    topo_explain_refusal("queue", "q",
+                         "406 PRECONDITION_FAILED - inequivalent arg 'x-dead-letter-exchange' for "
+                         "queue 'q' in vhost '/': received none but current is the value "
+                         "'attune.dlx' of type 'longstr'",
+                         err, sizeof err);
+    assert_string_equal(err, "queue 'q' exists with x-dead-letter-exchange=attune.dlx which "
+                             "configuration does not set: drain and delete the queue or change "
+                             "the configuration to match; see `warren topology verify`");
 
     topo_explain_refusal("exchange", "attune.dlx",
                          "406 PRECONDITION_FAILED - inequivalent arg 'type' for exchange "
