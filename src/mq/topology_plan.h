@@ -49,7 +49,7 @@ typedef struct topo_plan {
     size_t n_queues;
     topo_binding_t bindings[4];
     size_t n_bindings;
-    char hint[64];               /* command that repairs missing pieces */
+    char hint[TOPO_NAME_MAX];    /* command that repairs missing pieces */
 } topo_plan_t;
 
 /* Exchanges, dead-letter queue (when enabled) and the executor's queues. */
