@@ -145,17 +145,25 @@ static void start_server(struct server *s, pthread_t *t)
     assert_int_equal(pthread_create(t, NULL, serve_once, s), 0);
 }
 
+/* The URL of the local server, with optional credentials. */
+static http_url_t local_url(const char *auth, int port)
+{
+    char url[128], err[ERRBUF_SIZE] = "";
+    http_url_t u;
+    snprintf(url, sizeof url, "http://%s127.0.0.1:%d", auth, port);
+    assert_int_equal(http_url_parse(url, &u, err, sizeof err), 0);
+    return u;
+}
+
 static void test_get_against_local_server(void **state)
 {
     (void)state;
     struct server s = {.reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n[]"};
     pthread_t t;
     start_server(&s, &t);
-    char url[64], err[ERRBUF_SIZE] = "";
-    snprintf(url, sizeof url, "http://u:p@127.0.0.1:%d", s.port);
-    http_url_t u;
+    char err[ERRBUF_SIZE] = "";
+    http_url_t u = local_url("u:p@", s.port);
     http_response_t r;
-    assert_int_equal(http_url_parse(url, &u, err, sizeof err), 0);
     assert_int_equal(http_get(&u, "/api/queues", 5000, &r, err, sizeof err), 0);
     pthread_join(t, NULL);
     close(s.lfd);
@@ -172,11 +180,9 @@ static void test_get_times_out(void **state)
     struct server s = {.reply = NULL};
     pthread_t t;
     start_server(&s, &t);
-    char url[64], err[ERRBUF_SIZE] = "";
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-    http_url_t u;
+    char err[ERRBUF_SIZE] = "";
+    http_url_t u = local_url("", s.port);
     http_response_t r;
-    assert_int_equal(http_url_parse(url, &u, err, sizeof err), 0);
     int64_t t0 = now_mono_ms();
     assert_int_equal(http_get(&u, "/", 150, &r, err, sizeof err), -1);
     int64_t took = now_mono_ms() - t0;
@@ -192,11 +198,9 @@ static void test_get_connection_refused(void **state)
     struct server s = {0};
     listen_any(&s); /* a port nobody listens on once closed */
     close(s.lfd);
-    char url[64], err[ERRBUF_SIZE] = "";
-    snprintf(url, sizeof url, "http://127.0.0.1:%d", s.port);
-    http_url_t u;
+    char err[ERRBUF_SIZE] = "";
+    http_url_t u = local_url("", s.port);
     http_response_t r;
-    assert_int_equal(http_url_parse(url, &u, err, sizeof err), 0);
     assert_int_equal(http_get(&u, "/", 1000, &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "cannot connect to 127.0.0.1"));
 }
