@@ -1,5 +1,6 @@
 /* The JSON message envelope: strict, bounded decoding with field-named errors, and encoding. */
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,8 @@ void envelope_new_id(char *buf, size_t len)
         ssize_t n = getrandom(b + got, sizeof b - got, 0);
         if (n > 0)
             got += (size_t)n;
+        else if (errno != EINTR)
+            abort(); /* no kernel randomness: ids could collide, which nothing may rely on */
     }
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
