@@ -13,6 +13,7 @@ typedef enum {
     CONFIRM_NACKED,
     CONFIRM_RETURNED,  /* basic.return seen (mandatory, unroutable); the later ack does not undo it */
     CONFIRM_LOST,      /* channel or connection closed before an answer */
+    CONFIRM_UNKNOWN,   /* no such tag or cookie (never tracked, or already collected) */
 } confirm_result_t;
 
 typedef struct confirm_entry {
@@ -29,7 +30,11 @@ typedef struct confirm_tracker {
 
 void confirm_init(confirm_tracker_t *t);
 void confirm_free(confirm_tracker_t *t);
-/* Channel (re)opened with confirm.select: tags restart at 1, outstanding entries become LOST. */
+/*
+ * Channel (re)opened with confirm.select: tags restart at 1, outstanding entries become LOST.
+ * Entries of the old channel keep their cookie but their tag becomes 0: tags of the new
+ * channel must never match them. Find them with confirm_result_cookie().
+ */
 void confirm_reset(confirm_tracker_t *t);
 /* Register a publish about to be sent; returns its delivery tag. -1 (as uint64 max) on OOM. */
 uint64_t confirm_track(confirm_tracker_t *t, uint64_t cookie);
@@ -42,8 +47,11 @@ void confirm_on_nack(confirm_tracker_t *t, uint64_t tag, bool multiple);
  */
 void confirm_on_return(confirm_tracker_t *t, uint64_t tag);
 confirm_result_t confirm_result(const confirm_tracker_t *t, uint64_t tag);
+/* Result of the entry tracked with `cookie` (survives confirm_reset); newest match wins. */
+confirm_result_t confirm_result_cookie(const confirm_tracker_t *t, uint64_t cookie);
 size_t confirm_pending(const confirm_tracker_t *t);
-/* Drop finished entries from the front (keeps memory bounded). */
+/* Drop every finished entry, keeping the pending ones in order (keeps memory bounded). */
 void confirm_collect(confirm_tracker_t *t);
+const char *confirm_result_name(confirm_result_t r);
 
 #endif

@@ -18,11 +18,16 @@ int db_exec(PGconn *db, const char *sql, int nparams, const char *const *params,
 /* True when the last failure looks like a lost connection (retry after reconnect). */
 bool db_connection_lost(PGconn *db);
 
-/* Apply pending migrations from dir (NULL: the source tree's or installed schema/).
- * Each file runs in its own transaction and is recorded in warren_migrations.
- * Prints what it applied to out. Returns the number applied, -1 on failure (file and
- * statement named in err, the database left as it was). */
+/* Apply pending migrations from dir (NULL: db_schema_dir()) under an advisory lock.
+ * Each file runs in its own transaction together with its row in warren_migrations.
+ * Prints what it applied to out (NULL: to the log). Returns the number applied, -1 on
+ * failure: err names the file, line and statement; that file's changes are rolled back,
+ * files applied before it stay. An applied file whose checksum changed is a failure. */
 int db_migrate(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen);
+/* Print each migration in dir as applied (with its time) or pending, and applied ones
+ * without a file, to out. Changes nothing. Returns the number pending, -1 on failure or
+ * when an applied file has changed since (named in err). */
+int db_migrate_status(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen) WARN_UNUSED;
 /* Locate the schema directory: $WARREN_SCHEMA_DIR, the source tree, or the install path. */
 const char *db_schema_dir(void);
 

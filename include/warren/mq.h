@@ -21,8 +21,14 @@ typedef enum {
     MQ_ERR_TIMEOUT = -5,       /* no confirm within publish_timeout_ms */
     MQ_ERR_CONNECTION = -6,    /* socket/connection/channel failure; reconnect pending */
     MQ_ERR_CLOSED_BY_BROKER = -7, /* channel.close from the broker (e.g. 404, 406) */
+    MQ_ERR_CANCELLED = -8,     /* the broker cancelled our consumer (queue deleted): resubscribe */
 } mq_status_t;
 
+/* "ok", "breaker_open", "nacked", ... for logs and tools. */
+const char *mq_status_name(int status);
+
+/* Zero or negative numbers mean "use the default" (timeouts 5000 ms, breaker 5 / 2 / 30 s),
+ * except heartbeat_s 0 (no heartbeats) and prefetch 0 (unlimited). */
 typedef struct mq_options {
     const char *url;              /* amqp://user:pass@host:port/vhost */
     int heartbeat_s;
@@ -51,7 +57,10 @@ typedef struct mq_message {
     int64_t expiration_ms;        /* per-message TTL; 0: none */
 } mq_message_t;
 
-/* A delivered message. Owned by the client until the next mq_consume_next() or mq_free_delivery(). */
+/* A delivered message. The caller owns it and frees it with mq_free_delivery(); it stays valid
+ * across later calls (also after a reconnect). delivery_tag is opaque: it also names the channel
+ * incarnation, so mq_ack() refuses a tag from a channel that has been reopened since (the broker
+ * has requeued that message) instead of acking a different message. */
 typedef struct mq_delivery {
     uint64_t delivery_tag;
     bool redelivered;
@@ -66,7 +75,7 @@ typedef struct mq_delivery {
 
 typedef struct mq_client mq_client_t;
 
-/* Create (no I/O yet). Caller frees with mq_destroy(). */
+/* Create (no I/O yet); copies what it keeps from opts. Caller frees with mq_destroy(). */
 mq_client_t *mq_new(const mq_options_t *opts);
 void mq_destroy(mq_client_t *c);
 /* Connect, log in (capabilities consumer_cancel_notify, connection.blocked), open channel,
@@ -77,23 +86,43 @@ bool mq_connected(const mq_client_t *c);
 /* Socket fd for an event loop, -1 when disconnected. */
 int mq_fd(const mq_client_t *c);
 
-/* Publish one message and wait for its confirm. Returns mq_status_t. */
+/*
+ * Publish one message and wait for its confirm. Returns mq_status_t. Success only on a
+ * basic.ack; the whole call (write + confirm) is bounded by publish_timeout_ms. Without a
+ * connection it reconnects first (not before the reconnect backoff has passed; a half-open
+ * breaker probe skips the backoff). Breaker: MQ_ERR_CONNECTION, MQ_ERR_TIMEOUT and
+ * MQ_ERR_NACKED count as failures; RETURNED and CLOSED_BY_BROKER are answers from a healthy
+ * broker (the caller's routing is wrong) and count as successes.
+ */
 int mq_publish(mq_client_t *c, const mq_message_t *m) WARN_UNUSED;
 /* Publish n messages pipelined, then wait for all confirms; results[i] gets each status.
  * Returns MQ_OK when all succeeded, else the first failure. */
 int mq_publish_batch(mq_client_t *c, const mq_message_t *msgs, size_t n, int *results) WARN_UNUSED;
 
-/* Start consuming `queue` (manual ack). Goes through the breaker. */
+/* Start consuming `queue` (manual ack), connecting first if needed. Goes through the breaker.
+ * Returns MQ_OK or a negative mq_status_t (MQ_ERR_CLOSED_BY_BROKER: e.g. 404 no queue),
+ * with the reason in err. Also the way to resubscribe after mq_consume_next() failed. */
 int mq_consume(mq_client_t *c, const char *queue, char *err, size_t errlen) WARN_UNUSED;
-/* Wait up to timeout_ms for the next delivery. Returns 1 with *out filled, 0 on timeout,
- * or a negative mq_status_t. Services heartbeats and async frames (channel.close,
- * basic.cancel, connection.blocked) while waiting. */
+/*
+ * Wait up to timeout_ms (0: only what is buffered or readable now) for the next delivery.
+ * Returns 1 with *out filled, 0 on timeout, or a negative mq_status_t when the consumer is
+ * gone: MQ_ERR_CANCELLED (basic.cancel, e.g. queue deleted), MQ_ERR_CLOSED_BY_BROKER (channel
+ * closed, e.g. consumer_timeout) or MQ_ERR_CONNECTION, with the reason in mq_last_error(). The
+ * status repeats until mq_consume() resubscribes; deliveries already read are handed out
+ * first. Services heartbeats and async frames while waiting. In an event loop, on readable
+ * call it with 0 until it returns 0: the library buffers frames and the fd may not become
+ * readable again for them.
+ */
 int mq_consume_next(mq_client_t *c, int timeout_ms, mq_delivery_t **out) WARN_UNUSED;
 void mq_free_delivery(mq_client_t *c, mq_delivery_t *d);
-/* Ack / nack bypass the breaker. */
+/* Ack / nack bypass the breaker and never reconnect. MQ_ERR_CONNECTION when the delivery's
+ * channel is gone (the broker requeued it). */
 int mq_ack(mq_client_t *c, uint64_t delivery_tag, bool multiple) WARN_UNUSED;
 int mq_nack(mq_client_t *c, uint64_t delivery_tag, bool requeue) WARN_UNUSED;
-/* Service the connection without blocking: heartbeats, buffered frames. Call from a timer. */
+/* Service the connection without blocking: heartbeats, buffered frames, late confirms. Call
+ * from a timer shorter than the heartbeat. Returns 1 when mq_consume_next() has something to
+ * hand out (deliveries read here, or a lost consumer), 0 when idle, MQ_ERR_CONNECTION when
+ * disconnected. Never reconnects. */
 int mq_pump(mq_client_t *c) WARN_UNUSED;
 
 /* Raw channel access for topology declarations (bypasses the breaker; admin path). */
@@ -104,6 +133,8 @@ int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
 
 /* Breaker state and counters for health/metrics. */
 const breaker_t *mq_breaker(const mq_client_t *c);
+/* Text of the last failure (connect error, channel.close reply, ...); "" when none. */
+const char *mq_last_error(const mq_client_t *c);
 /* Describe an rpc reply ("404 NOT_FOUND - no exchange 'x'") into buf. */
 void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len);
 /* Find a header value as a string (UTF-8 'S' kind); NULL when absent. Returns malloc'd copy. */

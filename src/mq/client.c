@@ -1,0 +1,517 @@
+/* MessageClient connection lifecycle: connect with timeouts and capabilities, channel, teardown. */
+#include <amqp.h> /* before amqp_framing.h, which needs its types */
+#include <amqp_framing.h>
+#include <amqp_tcp_socket.h>
+#include <errno.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include "mq/mq_internal.h"
+#include "warren/log.h"
+#include "warren/version.h"
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define RECONNECT_BASE_MS 100
+#define RECONNECT_CAP_MS 30000
+/* Method and header frames, frame envelopes and properties: an upper bound. */
+#define PUBLISH_OVERHEAD 4096
+
+const char *mq_status_name(int status)
+{
+    switch (status) {
+    case MQ_OK: return "ok";
+    case MQ_ERR_BREAKER_OPEN: return "breaker_open";
+    case MQ_ERR_NACKED: return "nacked";
+    case MQ_ERR_RETURNED: return "returned";
+    case MQ_ERR_TIMEOUT: return "timeout";
+    case MQ_ERR_CONNECTION: return "connection";
+    case MQ_ERR_CLOSED_BY_BROKER: return "closed_by_broker";
+    case MQ_ERR_CANCELLED: return "cancelled";
+    }
+    return "unknown";
+}
+
+void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id)
+{
+    memset(o, 0, sizeof *o);
+    o->url = cfg->rabbitmq.url;
+    o->heartbeat_s = cfg->rabbitmq.heartbeat_s;
+    o->connect_timeout_ms = cfg->rabbitmq.connect_timeout_ms;
+    o->publish_timeout_ms = cfg->rabbitmq.publish_timeout_ms;
+    o->prefetch = cfg->rabbitmq.prefetch;
+    o->breaker_failure_threshold = cfg->circuit_breaker.messaging.failure_threshold;
+    o->breaker_success_threshold = cfg->circuit_breaker.messaging.success_threshold;
+    o->breaker_open_timeout_s = cfg->circuit_breaker.messaging.open_timeout_s;
+    o->app_id = app_id;
+}
+
+static int or_default(int v, int def)
+{
+    return v > 0 ? v : def;
+}
+
+mq_client_t *mq_new(const mq_options_t *opts)
+{
+    mq_client_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->url = strdup(opts->url ? opts->url : "amqp://guest:guest@127.0.0.1:5672/");
+    c->app_id = strdup(opts->app_id ? opts->app_id : "warren");
+    if (!c->url || !c->app_id) {
+        mq_destroy(c);
+        return NULL;
+    }
+    c->opts = *opts;
+    c->opts.url = c->url;
+    c->opts.app_id = c->app_id;
+    c->opts.heartbeat_s = opts->heartbeat_s > 0 ? opts->heartbeat_s : 0;
+    c->opts.prefetch = opts->prefetch > 0 ? opts->prefetch : 0;
+    c->opts.connect_timeout_ms = or_default(opts->connect_timeout_ms, DEFAULT_TIMEOUT_MS);
+    c->opts.publish_timeout_ms = or_default(opts->publish_timeout_ms, DEFAULT_TIMEOUT_MS);
+    c->opts.breaker_failure_threshold = or_default(opts->breaker_failure_threshold, 5);
+    c->opts.breaker_success_threshold = or_default(opts->breaker_success_threshold, 2);
+    c->opts.breaker_open_timeout_s = or_default(opts->breaker_open_timeout_s, 30);
+    breaker_init(&c->breaker, "messaging", c->opts.breaker_failure_threshold,
+                 c->opts.breaker_success_threshold, (int64_t)c->opts.breaker_open_timeout_s * 1000);
+    backoff_init(&c->backoff, RECONNECT_BASE_MS, RECONNECT_CAP_MS);
+    confirm_init(&c->confirms);
+    c->consume_status = MQ_ERR_CONNECTION;
+    return c;
+}
+
+void mq_destroy(mq_client_t *c)
+{
+    if (!c)
+        return;
+    mq_disconnect(c);
+    free(c->stash);
+    confirm_free(&c->confirms);
+    free(c->url);
+    free(c->app_id);
+    free(c);
+}
+
+void mq_set_error(mq_client_t *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->last_error, sizeof c->last_error, fmt, ap);
+    va_end(ap);
+}
+
+const char *mq_last_error(const mq_client_t *c)
+{
+    return c->last_error;
+}
+
+void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len)
+{
+    switch (r.reply_type) {
+    case AMQP_RESPONSE_NORMAL:
+        snprintf(buf, len, "ok");
+        return;
+    case AMQP_RESPONSE_NONE:
+        snprintf(buf, len, "no reply from the broker");
+        return;
+    case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+        snprintf(buf, len, "%s", amqp_error_string2(r.library_error));
+        return;
+    case AMQP_RESPONSE_SERVER_EXCEPTION:
+        break;
+    }
+    if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        const amqp_connection_close_t *m = r.reply.decoded;
+        snprintf(buf, len, "connection closed by broker: %u %.*s", m->reply_code,
+                 (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+    } else if (r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        const amqp_channel_close_t *m = r.reply.decoded;
+        snprintf(buf, len, "%u %.*s", m->reply_code, (int)m->reply_text.len,
+                 (const char *)m->reply_text.bytes);
+    } else {
+        snprintf(buf, len, "unexpected broker method 0x%08x", r.reply.id);
+    }
+}
+
+char *mq_header_string(const amqp_table_t *headers, const char *key)
+{
+    if (!headers)
+        return NULL;
+    size_t klen = strlen(key);
+    for (int i = 0; i < headers->num_entries; i++) {
+        const amqp_table_entry_t *e = &headers->entries[i];
+        if (e->key.len != klen || memcmp(e->key.bytes, key, klen))
+            continue;
+        /* RabbitMQ writes strings as long strings ('S'); accept byte arrays ('x') too. */
+        if (e->value.kind != AMQP_FIELD_KIND_UTF8 && e->value.kind != AMQP_FIELD_KIND_BYTES)
+            return NULL;
+        return strndup(e->value.value.bytes.bytes, e->value.value.bytes.len);
+    }
+    return NULL;
+}
+
+const breaker_t *mq_breaker(const mq_client_t *c)
+{
+    return &c->breaker;
+}
+
+bool mq_connected(const mq_client_t *c)
+{
+    return c->conn && c->channel_open;
+}
+
+int mq_fd(const mq_client_t *c)
+{
+    return c->conn ? amqp_get_sockfd(c->conn) : -1;
+}
+
+amqp_connection_state_t mq_conn(mq_client_t *c)
+{
+    return c->conn;
+}
+
+int mq_channel(const mq_client_t *c)
+{
+    return MQ_CHANNEL;
+}
+
+static bool reply_ok(mq_client_t *c, amqp_rpc_reply_t r, const char *what)
+{
+    if (r.reply_type == AMQP_RESPONSE_NORMAL)
+        return true;
+    char why[ERRBUF_SIZE - 64];
+    mq_describe_reply(r, why, sizeof why);
+    mq_set_error(c, "%s: %s", what, why);
+    return false;
+}
+
+/* channel.open, confirm.select (tags restart at 1) and basic.qos on MQ_CHANNEL. */
+static int open_channel(mq_client_t *c)
+{
+    amqp_channel_open(c->conn, MQ_CHANNEL);
+    if (!reply_ok(c, amqp_get_rpc_reply(c->conn), "channel.open"))
+        return -1;
+    amqp_confirm_select(c->conn, MQ_CHANNEL);
+    if (!reply_ok(c, amqp_get_rpc_reply(c->conn), "confirm.select"))
+        return -1;
+    if (c->opts.prefetch > 0) {
+        uint16_t prefetch = (uint16_t)(c->opts.prefetch > 65535 ? 65535 : c->opts.prefetch);
+        amqp_basic_qos(c->conn, MQ_CHANNEL, 0, prefetch, 0);
+        if (!reply_ok(c, amqp_get_rpc_reply(c->conn), "basic.qos"))
+            return -1;
+    }
+    confirm_reset(&c->confirms);
+    c->channel_open = true;
+    c->channel_gen = (c->channel_gen + 1) & MQ_GEN_MASK;
+    return 0;
+}
+
+static amqp_table_entry_t bool_entry(const char *key, bool v)
+{
+    amqp_table_entry_t e = {.key = amqp_cstring_bytes(key)};
+    e.value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    e.value.value.boolean = v;
+    return e;
+}
+
+static amqp_table_entry_t string_entry(const char *key, const char *v)
+{
+    amqp_table_entry_t e = {.key = amqp_cstring_bytes(key)};
+    e.value.kind = AMQP_FIELD_KIND_UTF8;
+    e.value.value.bytes = amqp_cstring_bytes(v);
+    return e;
+}
+
+/* Without these capabilities the broker sends neither basic.cancel (queue deleted) nor
+ * connection.blocked (resource alarm); amqp_login() does not advertise them. */
+static int login(mq_client_t *c, const struct amqp_connection_info *u)
+{
+    amqp_table_entry_t caps[] = {
+        bool_entry("consumer_cancel_notify", true),
+        bool_entry("connection.blocked", true),
+    };
+    amqp_table_entry_t props[4] = {
+        string_entry("product", "warren"),
+        string_entry("version", WARREN_VERSION),
+        string_entry("connection_name", c->app_id),
+        {.key = amqp_cstring_bytes("capabilities")},
+    };
+    props[3].value.kind = AMQP_FIELD_KIND_TABLE;
+    props[3].value.value.table = (amqp_table_t){.num_entries = 2, .entries = caps};
+    amqp_table_t table = {.num_entries = 4, .entries = props};
+    amqp_rpc_reply_t r = amqp_login_with_properties(
+        c->conn, u->vhost, 0, AMQP_DEFAULT_FRAME_SIZE, c->opts.heartbeat_s, &table,
+        AMQP_SASL_METHOD_PLAIN, u->user, u->password);
+    return reply_ok(c, r, "login") ? 0 : -1;
+}
+
+static int open_socket(mq_client_t *c, const struct amqp_connection_info *u)
+{
+    if (u->ssl) {
+        mq_set_error(c, "amqps:// is not supported");
+        return -1;
+    }
+    amqp_socket_t *sock = amqp_tcp_socket_new(c->conn);
+    if (!sock) {
+        mq_set_error(c, "cannot create socket");
+        return -1;
+    }
+    struct timeval tv = mq_ms_to_tv(c->opts.connect_timeout_ms);
+    int rc = amqp_socket_open_noblock(sock, u->host, u->port, &tv);
+    if (rc != AMQP_STATUS_OK) {
+        mq_set_error(c, "connect %s:%d: %s", u->host, u->port, amqp_error_string2(rc));
+        return -1;
+    }
+    /* Bound the login handshake and every synchronous RPC (declare, consume, close). */
+    amqp_set_handshake_timeout(c->conn, &tv);
+    int rpc_ms = c->opts.connect_timeout_ms > c->opts.publish_timeout_ms ? c->opts.connect_timeout_ms
+                                                                         : c->opts.publish_timeout_ms;
+    struct timeval rpc = mq_ms_to_tv(rpc_ms);
+    amqp_set_rpc_timeout(c->conn, &rpc);
+    return 0;
+}
+
+static void drop_connection(mq_client_t *c)
+{
+    if (c->conn)
+        amqp_destroy_connection(c->conn);
+    c->conn = NULL;
+    c->channel_open = false;
+    c->blocked = false;
+}
+
+static int do_connect(mq_client_t *c)
+{
+    char *url = strdup(c->url);
+    struct amqp_connection_info u;
+    int rc = -1;
+    if (!url) {
+        mq_set_error(c, "out of memory");
+        return -1;
+    }
+    if (amqp_parse_url(url, &u) != AMQP_STATUS_OK) {
+        mq_set_error(c, "cannot parse the RabbitMQ URL");
+        free(url);
+        return -1;
+    }
+    c->conn = amqp_new_connection();
+    if (!c->conn)
+        mq_set_error(c, "out of memory");
+    else if (open_socket(c, &u) == 0 && login(c, &u) == 0 && open_channel(c) == 0)
+        rc = 0;
+    if (rc != 0)
+        drop_connection(c);
+    else
+        log_kv(LOG_INFO, "connected to RabbitMQ", "host", u.host, "vhost", u.vhost, NULL);
+    free(url);
+    return rc;
+}
+
+/* Uniform in [0, 1); the jitter only has to differ between processes, not be unpredictable. */
+static double unit_random(void)
+{
+    return (double)random() / ((double)RAND_MAX + 1.0);
+}
+
+/* Every connect attempt, explicit or automatic, advances the backoff on failure. */
+static int connect_attempt(mq_client_t *c)
+{
+    int64_t now = now_mono_ms();
+    if (do_connect(c) == 0) {
+        backoff_reset(&c->backoff);
+        c->next_connect_ms = now;
+        c->last_error[0] = '\0';
+        return 0;
+    }
+    snprintf(c->connect_error, sizeof c->connect_error, "%s", c->last_error);
+    int64_t delay = backoff_next(&c->backoff, unit_random());
+    c->next_connect_ms = now + delay;
+    char delay_text[24];
+    snprintf(delay_text, sizeof delay_text, "%lld", (long long)delay);
+    log_kv(LOG_WARN, "RabbitMQ connect failed", "error", c->last_error, "backoff_ms", delay_text, NULL);
+    return -1;
+}
+
+int mq_connect(mq_client_t *c, char *err, size_t errlen)
+{
+    if (mq_connected(c))
+        return 0;
+    if (c->conn) /* connection without a channel: start clean */
+        drop_connection(c);
+    if (connect_attempt(c) == 0)
+        return 0;
+    snprintf(err, errlen, "%s", c->last_error);
+    return -1;
+}
+
+/* An RPC made through mq_conn() (topology declares) failed and nobody called
+ * mq_reopen_channel(): the channel is closed on the broker's side, or the connection suspect. */
+static void recover_after_raw_rpc(mq_client_t *c)
+{
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c->conn);
+    if (r.reply_type == AMQP_RESPONSE_NORMAL || r.reply_type == AMQP_RESPONSE_NONE)
+        return;
+    char err[ERRBUF_SIZE];
+    if (mq_reopen_channel(c, err, sizeof err) == 0)
+        log_kv(LOG_INFO, "reopened the channel after a failed RPC", "error", err, NULL);
+}
+
+int mq_ensure_connected(mq_client_t *c, bool probe)
+{
+    if (mq_connected(c))
+        recover_after_raw_rpc(c);
+    if (mq_connected(c))
+        return MQ_OK;
+    if (c->conn)
+        drop_connection(c);
+    if (!probe && now_mono_ms() < c->next_connect_ms) {
+        mq_set_error(c, "not connected (reconnect backoff; last connect: %.400s)", c->connect_error);
+        return MQ_ERR_CONNECTION;
+    }
+    return connect_attempt(c) == 0 ? MQ_OK : MQ_ERR_CONNECTION;
+}
+
+void mq_consumer_lost(mq_client_t *c, int status)
+{
+    if (!c->consumer_tag)
+        return;
+    free(c->consumer_tag);
+    c->consumer_tag = NULL;
+    c->consume_status = status;
+    c->consume_event_unseen = true;
+    snprintf(c->consume_error, sizeof c->consume_error, "%s", c->last_error);
+}
+
+static void outstanding_lost(mq_client_t *c, int status)
+{
+    mq_stash_discard(c);
+    confirm_reset(&c->confirms);
+    if (c->waiting)
+        c->waiting->lost_status = status;
+}
+
+void mq_connection_lost(mq_client_t *c, const char *why)
+{
+    mq_set_error(c, "%s", why);
+    log_kv(LOG_WARN, "RabbitMQ connection lost", "error", why, NULL);
+    drop_connection(c);
+    outstanding_lost(c, MQ_ERR_CONNECTION);
+    mq_consumer_lost(c, MQ_ERR_CONNECTION);
+}
+
+int mq_channel_closed(mq_client_t *c, const char *why)
+{
+    mq_set_error(c, "%s", why);
+    log_kv(LOG_WARN, "channel closed by broker", "error", why, NULL);
+    c->channel_open = false;
+    outstanding_lost(c, MQ_ERR_CLOSED_BY_BROKER);
+    mq_consumer_lost(c, MQ_ERR_CLOSED_BY_BROKER);
+    amqp_maybe_release_buffers_on_channel(c->conn, MQ_CHANNEL);
+    char close_text[ERRBUF_SIZE];
+    snprintf(close_text, sizeof close_text, "%s", c->last_error);
+    if (open_channel(c) != 0) {
+        char reopen[ERRBUF_SIZE];
+        snprintf(reopen, sizeof reopen, "reopening the channel failed: %.400s", c->last_error);
+        mq_connection_lost(c, reopen);
+        return MQ_ERR_CONNECTION;
+    }
+    mq_set_error(c, "%s", close_text); /* callers want the close reason, not "ok" */
+    return MQ_OK;
+}
+
+int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen)
+{
+    if (!c->conn) {
+        snprintf(err, errlen, "not connected");
+        return -1;
+    }
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(c->conn);
+    char why[ERRBUF_SIZE];
+    mq_describe_reply(r, why, sizeof why);
+    snprintf(err, errlen, "%s", why);
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        amqp_connection_close_ok_t ok = {0};
+        (void)amqp_send_method(c->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+        mq_connection_lost(c, why);
+        return -1;
+    }
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        amqp_channel_close_ok_t ok = {0};
+        if (amqp_send_method(c->conn, MQ_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK) {
+            mq_connection_lost(c, "sending channel.close-ok failed");
+            return -1;
+        }
+    } else if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION) {
+        mq_connection_lost(c, why);
+        return -1;
+    } else if (c->channel_open) {
+        return 0; /* the last call did not close the channel: nothing to reopen */
+    }
+    return mq_channel_closed(c, why) == MQ_OK ? 0 : -1;
+}
+
+void mq_disconnect(mq_client_t *c)
+{
+    if (c->conn) {
+        /* Polite close, bounded by the rpc timeout; the outcome does not matter. */
+        if (c->channel_open)
+            (void)amqp_channel_close(c->conn, MQ_CHANNEL, AMQP_REPLY_SUCCESS);
+        (void)amqp_connection_close(c->conn, AMQP_REPLY_SUCCESS);
+    }
+    drop_connection(c);
+    outstanding_lost(c, MQ_ERR_CONNECTION);
+    if (c->consumer_tag) {
+        mq_set_error(c, "disconnected by mq_disconnect()");
+        mq_consumer_lost(c, MQ_ERR_CONNECTION);
+    }
+}
+
+/* Free space in the socket's send buffer, conservatively: the kernel charges overhead per
+ * segment, so count only half of SO_SNDBUF as usable payload. */
+static bool send_room(int fd, size_t bytes)
+{
+    int queued = 0, sndbuf = 0;
+    socklen_t len = sizeof sndbuf;
+    if (ioctl(fd, SIOCOUTQ, &queued) != 0 || getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0)
+        return true; /* cannot tell: rely on poll alone */
+    if (queued == 0)
+        return true; /* an empty buffer takes anything the peer reads */
+    return (size_t)queued + bytes <= (size_t)sndbuf / 2;
+}
+
+/*
+ * rabbitmq-c 0.11 writes with an infinite deadline: a publish into a full send buffer (broker
+ * memory alarm, dead peer without RST) would hang the thread. Only write when the kernel can
+ * take the whole message now; a connection that cannot drain within the deadline is dropped.
+ */
+int mq_wait_writable(mq_client_t *c, size_t bytes, int64_t deadline_ms)
+{
+    int fd = mq_fd(c);
+    if (fd < 0)
+        return MQ_ERR_CONNECTION;
+    bytes += PUBLISH_OVERHEAD;
+    for (;;) {
+        int64_t left = deadline_ms - now_mono_ms();
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        int n = poll(&p, 1, left > 0 ? (int)left : 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
+            mq_connection_lost(c, "socket error while publishing");
+            return MQ_ERR_CONNECTION;
+        }
+        if (n > 0 && send_room(fd, bytes))
+            return MQ_OK;
+        if (left <= 0) {
+            mq_connection_lost(c, "publish stalled: the socket did not drain within publish_timeout_ms");
+            return MQ_ERR_CONNECTION;
+        }
+        struct timespec pause = {.tv_nsec = 5 * 1000000}; /* poll said writable; wait for room */
+        nanosleep(&pause, NULL);
+    }
+}

@@ -1,0 +1,326 @@
+/* MessageClient frame handling: confirms, returns, deliveries and asynchronous broker methods. */
+#include <amqp.h> /* before amqp_framing.h, which needs its types */
+#include <amqp_framing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mq/mq_internal.h"
+#include "warren/log.h"
+
+/* Drain at most this many frames per call so a flood of deliveries cannot starve the caller. */
+#define DRAIN_MAX 1024
+
+static char *dup_bytes(amqp_bytes_t b)
+{
+    char *s = malloc(b.len + 1);
+    if (!s)
+        return NULL;
+    if (b.len)
+        memcpy(s, b.bytes, b.len);
+    s[b.len] = '\0';
+    return s;
+}
+
+/* An optional string property: NULL when absent; *oom set when present but not copied. */
+static char *dup_prop(const amqp_basic_properties_t *p, amqp_flags_t flag, amqp_bytes_t b, bool *oom)
+{
+    if (!(p->_flags & flag))
+        return NULL;
+    char *s = dup_bytes(b);
+    if (!s)
+        *oom = true;
+    return s;
+}
+
+void mq_free_delivery(mq_client_t *c, mq_delivery_t *d)
+{
+    (void)c;
+    if (!d)
+        return;
+    free(d->exchange);
+    free(d->routing_key);
+    free(d->consumer_tag);
+    free(d->message_id);
+    free(d->correlation_id);
+    free(d->type);
+    free(d->content_type);
+    amqp_destroy_envelope(&d->envelope_);
+    free(d);
+}
+
+/* Takes over env (also on failure). */
+static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env)
+{
+    mq_delivery_t *d = calloc(1, sizeof *d);
+    if (!d) {
+        amqp_destroy_envelope(env);
+        return NULL;
+    }
+    d->envelope_ = *env;
+    const amqp_basic_properties_t *p = &d->envelope_.message.properties;
+    bool oom = false;
+    d->delivery_tag = (c->channel_gen << MQ_TAG_BITS) | (env->delivery_tag & MQ_TAG_MASK);
+    d->redelivered = env->redelivered;
+    d->exchange = dup_bytes(env->exchange);
+    d->routing_key = dup_bytes(env->routing_key);
+    d->consumer_tag = dup_bytes(env->consumer_tag);
+    oom = !d->exchange || !d->routing_key || !d->consumer_tag;
+    d->message_id = dup_prop(p, AMQP_BASIC_MESSAGE_ID_FLAG, p->message_id, &oom);
+    d->correlation_id = dup_prop(p, AMQP_BASIC_CORRELATION_ID_FLAG, p->correlation_id, &oom);
+    d->type = dup_prop(p, AMQP_BASIC_TYPE_FLAG, p->type, &oom);
+    d->content_type = dup_prop(p, AMQP_BASIC_CONTENT_TYPE_FLAG, p->content_type, &oom);
+    d->timestamp = (p->_flags & AMQP_BASIC_TIMESTAMP_FLAG) ? (int64_t)p->timestamp : 0;
+    d->body = d->envelope_.message.body.bytes;
+    d->body_len = d->envelope_.message.body.len;
+    if (p->_flags & AMQP_BASIC_HEADERS_FLAG)
+        d->headers = p->headers;
+    if (oom) {
+        mq_free_delivery(c, d);
+        return NULL;
+    }
+    return d;
+}
+
+void mq_stash_push(mq_client_t *c, mq_delivery_t *d)
+{
+    if (c->stash_head > 0 && c->stash_len == c->stash_cap) {
+        memmove(c->stash, c->stash + c->stash_head, (c->stash_len - c->stash_head) * sizeof *c->stash);
+        c->stash_len -= c->stash_head;
+        c->stash_head = 0;
+    }
+    if (c->stash_len == c->stash_cap) {
+        size_t cap = c->stash_cap ? c->stash_cap * 2 : 16;
+        mq_delivery_t **grown = realloc(c->stash, cap * sizeof *grown);
+        if (!grown) {
+            /* Unacked, so the broker redelivers it once the connection is gone. */
+            log_kv(LOG_ERROR, "out of memory holding a delivery; reconnecting", NULL);
+            mq_free_delivery(c, d);
+            mq_connection_lost(c, "out of memory");
+            return;
+        }
+        c->stash = grown;
+        c->stash_cap = cap;
+    }
+    c->stash[c->stash_len++] = d;
+}
+
+mq_delivery_t *mq_stash_pop(mq_client_t *c)
+{
+    if (c->stash_head == c->stash_len)
+        return NULL;
+    mq_delivery_t *d = c->stash[c->stash_head++];
+    if (c->stash_head == c->stash_len)
+        c->stash_head = c->stash_len = 0;
+    return d;
+}
+
+void mq_stash_discard(mq_client_t *c)
+{
+    size_t n = c->stash_len - c->stash_head;
+    mq_delivery_t *d;
+    while ((d = mq_stash_pop(c)) != NULL)
+        mq_free_delivery(c, d);
+    if (n > 0) {
+        char count[24];
+        snprintf(count, sizeof count, "%zu", n);
+        log_kv(LOG_INFO, "dropped unread deliveries of a closed channel; the broker requeues them",
+               "count", count, NULL);
+    }
+}
+
+/* amqp_read_message failed after a method frame: the content frames never came. */
+static void content_failed(mq_client_t *c, amqp_rpc_reply_t r, const char *what)
+{
+    char why[ERRBUF_SIZE - 64], text[ERRBUF_SIZE];
+    mq_describe_reply(r, why, sizeof why);
+    snprintf(text, sizeof text, "reading %s: %s", what, why);
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        amqp_channel_close_ok_t ok = {0};
+        if (amqp_send_method(c->conn, MQ_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) == AMQP_STATUS_OK) {
+            (void)mq_channel_closed(c, text);
+            return;
+        }
+    }
+    mq_connection_lost(c, text);
+}
+
+static void on_deliver(mq_client_t *c, const amqp_frame_t *f)
+{
+    const amqp_basic_deliver_t *m = f->payload.method.decoded;
+    amqp_envelope_t env;
+    memset(&env, 0, sizeof env);
+    env.channel = f->channel;
+    env.delivery_tag = m->delivery_tag;
+    env.redelivered = m->redelivered;
+    env.consumer_tag = amqp_bytes_malloc_dup(m->consumer_tag);
+    env.exchange = amqp_bytes_malloc_dup(m->exchange);
+    env.routing_key = amqp_bytes_malloc_dup(m->routing_key);
+    amqp_rpc_reply_t r = amqp_read_message(c->conn, f->channel, &env.message, 0);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        amqp_bytes_free(env.consumer_tag);
+        amqp_bytes_free(env.exchange);
+        amqp_bytes_free(env.routing_key);
+        content_failed(c, r, "a delivery");
+        return;
+    }
+    mq_delivery_t *d = delivery_from(c, &env);
+    if (!d) {
+        mq_connection_lost(c, "out of memory reading a delivery");
+        return;
+    }
+    mq_stash_push(c, d);
+}
+
+/* basic.return names no delivery tag: find the publish by the message_id we sent. */
+static void mark_returned(mq_client_t *c, const char *message_id)
+{
+    mq_publish_wait_t *w = c->waiting;
+    for (size_t i = 0; w && i < w->sent; i++) {
+        bool pending = confirm_result(&c->confirms, w->tags[i]) == CONFIRM_PENDING;
+        if (pending && strcmp(w->ids[i], message_id) == 0) {
+            confirm_on_return(&c->confirms, w->tags[i]);
+            return;
+        }
+    }
+    log_kv(LOG_WARN, "basic.return for no publish in progress", "message_id", message_id, NULL);
+}
+
+static void on_return(mq_client_t *c, const amqp_frame_t *f)
+{
+    const amqp_basic_return_t *m = f->payload.method.decoded;
+    char code[16], *exchange = dup_bytes(m->exchange), *key = dup_bytes(m->routing_key);
+    char *text = dup_bytes(m->reply_text);
+    snprintf(code, sizeof code, "%u", m->reply_code);
+    amqp_message_t msg;
+    amqp_rpc_reply_t r = amqp_read_message(c->conn, f->channel, &msg, 0);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        content_failed(c, r, "a returned message");
+    } else {
+        bool oom = false;
+        char *id = dup_prop(&msg.properties, AMQP_BASIC_MESSAGE_ID_FLAG, msg.properties.message_id, &oom);
+        log_kv(LOG_WARN, "publish returned unroutable", "reply_code", code, "reply_text", text,
+               "exchange", exchange, "routing_key", key, "message_id", id, NULL);
+        mq_set_error(c, "returned: %s %.200s", code, text ? text : "");
+        mark_returned(c, id ? id : "");
+        free(id);
+        amqp_destroy_message(&msg);
+    }
+    free(exchange);
+    free(key);
+    free(text);
+}
+
+/* A close method from the broker, described like a failed RPC's reply. */
+static void describe_close(const amqp_frame_t *f, char *why, size_t len)
+{
+    amqp_rpc_reply_t r = {.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION, .reply = f->payload.method};
+    mq_describe_reply(r, why, len);
+}
+
+static void on_channel_close(mq_client_t *c, const amqp_frame_t *f)
+{
+    char why[ERRBUF_SIZE];
+    describe_close(f, why, sizeof why);
+    amqp_channel_close_ok_t ok = {0};
+    if (amqp_send_method(c->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK) {
+        mq_connection_lost(c, "sending channel.close-ok failed");
+        return;
+    }
+    (void)mq_channel_closed(c, why);
+}
+
+static void on_connection_close(mq_client_t *c, const amqp_frame_t *f)
+{
+    char why[ERRBUF_SIZE];
+    describe_close(f, why, sizeof why);
+    amqp_connection_close_ok_t ok = {0};
+    (void)amqp_send_method(c->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+    mq_connection_lost(c, why);
+}
+
+static void on_cancel(mq_client_t *c, const amqp_frame_t *f)
+{
+    const amqp_basic_cancel_t *m = f->payload.method.decoded;
+    char *tag = dup_bytes(m->consumer_tag);
+    log_kv(LOG_WARN, "consumer cancelled by broker (queue deleted?)", "consumer_tag", tag, NULL);
+    if (c->consumer_tag && tag && strcmp(tag, c->consumer_tag) == 0) {
+        mq_set_error(c, "consumer cancelled by broker (queue deleted?)");
+        mq_consumer_lost(c, MQ_ERR_CANCELLED);
+    }
+    free(tag);
+}
+
+static void on_blocked(mq_client_t *c, const amqp_frame_t *f, bool blocked)
+{
+    c->blocked = blocked;
+    if (blocked) {
+        const amqp_connection_blocked_t *m = f->payload.method.decoded;
+        char *reason = dup_bytes(m->reason);
+        log_kv(LOG_WARN, "connection blocked by broker (resource alarm)", "reason", reason, NULL);
+        free(reason);
+    } else {
+        log_kv(LOG_INFO, "connection unblocked by broker", NULL);
+    }
+}
+
+static void handle_method(mq_client_t *c, const amqp_frame_t *f)
+{
+    switch (f->payload.method.id) {
+    case AMQP_BASIC_ACK_METHOD: {
+        const amqp_basic_ack_t *m = f->payload.method.decoded;
+        confirm_on_ack(&c->confirms, m->delivery_tag, m->multiple);
+        break;
+    }
+    case AMQP_BASIC_NACK_METHOD: {
+        const amqp_basic_nack_t *m = f->payload.method.decoded;
+        confirm_on_nack(&c->confirms, m->delivery_tag, m->multiple);
+        break;
+    }
+    case AMQP_BASIC_RETURN_METHOD: on_return(c, f); break;
+    case AMQP_BASIC_DELIVER_METHOD: on_deliver(c, f); break;
+    case AMQP_BASIC_CANCEL_METHOD: on_cancel(c, f); break;
+    case AMQP_CHANNEL_CLOSE_METHOD: on_channel_close(c, f); break;
+    case AMQP_CONNECTION_CLOSE_METHOD: on_connection_close(c, f); break;
+    case AMQP_CONNECTION_BLOCKED_METHOD: on_blocked(c, f, true); break;
+    case AMQP_CONNECTION_UNBLOCKED_METHOD: on_blocked(c, f, false); break;
+    default:
+        log_kv(LOG_DEBUG, "ignoring broker method", "method", amqp_method_name(f->payload.method.id), NULL);
+        break;
+    }
+}
+
+int mq_read_frame(mq_client_t *c, int64_t deadline_ms)
+{
+    if (!c->conn)
+        return MQ_ERR_CONNECTION;
+    struct timeval tv = mq_ms_to_tv(deadline_ms - now_mono_ms());
+    amqp_frame_t f;
+    int rc = amqp_simple_wait_frame_noblock(c->conn, &f, &tv);
+    if (rc == AMQP_STATUS_TIMEOUT)
+        return 0;
+    if (rc != AMQP_STATUS_OK) {
+        mq_connection_lost(c, amqp_error_string2(rc));
+        return MQ_ERR_CONNECTION;
+    }
+    if (f.frame_type == AMQP_FRAME_METHOD)
+        handle_method(c, &f);
+    else /* content without its method: nothing can use it */
+        log_kv(LOG_DEBUG, "ignoring stray content frame", NULL);
+    if (!c->conn)
+        return MQ_ERR_CONNECTION;
+    /* Decoded frames live in per-channel pools; recycle them once handled. */
+    amqp_maybe_release_buffers_on_channel(c->conn, 0);
+    amqp_maybe_release_buffers_on_channel(c->conn, MQ_CHANNEL);
+    return 1;
+}
+
+int mq_drain(mq_client_t *c)
+{
+    int64_t now = now_mono_ms();
+    for (int i = 0; i < DRAIN_MAX; i++) {
+        int r = mq_read_frame(c, now);
+        if (r <= 0)
+            return r;
+    }
+    return 0;
+}

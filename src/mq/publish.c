@@ -1,0 +1,223 @@
+/* MessageClient publishing: properties, pipelined publishes, waiting for their confirms. */
+#include <amqp.h> /* before amqp_framing.h, which needs its types */
+#include <amqp_framing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include "mq/mq_internal.h"
+#include "warren/log.h"
+
+/* A random UUID v4 as the message_id when the caller gives none. */
+static void new_message_id(char *buf, size_t len)
+{
+    unsigned char r[16];
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+        for (size_t i = 0; i < sizeof r; i++)
+            r[i] = (unsigned char)random();
+    r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
+    r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+    snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
+             r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+}
+
+static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_id)
+{
+    amqp_basic_properties_t p;
+    memset(&p, 0, sizeof p);
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG |
+               AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_APP_ID_FLAG;
+    p.content_type = amqp_cstring_bytes("application/json");
+    p.delivery_mode = 2; /* persistent */
+    p.message_id = amqp_cstring_bytes(message_id);
+    p.timestamp = (uint64_t)(now_wall_ms() / 1000);
+    p.app_id = amqp_cstring_bytes(c->app_id);
+    if (m->correlation_id) {
+        p._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
+        p.correlation_id = amqp_cstring_bytes(m->correlation_id);
+    }
+    if (m->type) {
+        p._flags |= AMQP_BASIC_TYPE_FLAG;
+        p.type = amqp_cstring_bytes(m->type);
+    }
+    char expiration[24];
+    if (m->expiration_ms > 0) {
+        snprintf(expiration, sizeof expiration, "%lld", (long long)m->expiration_ms);
+        p._flags |= AMQP_BASIC_EXPIRATION_FLAG;
+        p.expiration = amqp_cstring_bytes(expiration);
+    }
+    amqp_table_entry_t header = {.key = amqp_cstring_bytes("execution_id")};
+    if (m->execution_id) {
+        header.value.kind = AMQP_FIELD_KIND_UTF8;
+        header.value.value.bytes = amqp_cstring_bytes(m->execution_id);
+        p._flags |= AMQP_BASIC_HEADERS_FLAG;
+        p.headers = (amqp_table_t){.num_entries = 1, .entries = &header};
+    }
+    amqp_bytes_t body = {.len = m->body_len, .bytes = (void *)m->body};
+    amqp_bytes_t exchange = amqp_cstring_bytes(m->exchange ? m->exchange : "");
+    amqp_bytes_t key = amqp_cstring_bytes(m->routing_key ? m->routing_key : "");
+    return amqp_basic_publish(c->conn, MQ_CHANNEL, exchange, key, m->mandatory, 0, &p, body);
+}
+
+/* Write every message; stops at the first connection problem. */
+static void send_all(mq_client_t *c, mq_publish_wait_t *w, int64_t deadline)
+{
+    for (size_t i = 0; i < w->n; i++) {
+        const mq_message_t *m = &w->msgs[i];
+        if (!mq_connected(c) || mq_wait_writable(c, m->body_len, deadline) != MQ_OK)
+            return;
+        if (m->message_id)
+            snprintf(w->ids[i], sizeof w->ids[i], "%s", m->message_id);
+        else
+            new_message_id(w->ids[i], sizeof w->ids[i]);
+        w->tags[i] = confirm_track(&c->confirms, w->first_cookie + i);
+        if (w->tags[i] == UINT64_MAX) {
+            mq_set_error(c, "out of memory tracking a publish");
+            return;
+        }
+        int rc = send_one(c, m, w->ids[i]);
+        if (rc != AMQP_STATUS_OK) {
+            mq_connection_lost(c, amqp_error_string2(rc));
+            return;
+        }
+        w->sent = i + 1;
+    }
+}
+
+static bool all_confirmed(mq_client_t *c, mq_publish_wait_t *w, size_t *from)
+{
+    while (*from < w->sent && confirm_result_cookie(&c->confirms, w->first_cookie + *from) != CONFIRM_PENDING)
+        (*from)++;
+    return *from == w->sent;
+}
+
+static int status_of(confirm_result_t r, const mq_publish_wait_t *w)
+{
+    switch (r) {
+    case CONFIRM_ACKED: return MQ_OK;
+    case CONFIRM_NACKED: return MQ_ERR_NACKED;
+    case CONFIRM_RETURNED: return MQ_ERR_RETURNED;
+    case CONFIRM_PENDING: return MQ_ERR_TIMEOUT;
+    case CONFIRM_LOST: return w->lost_status;
+    case CONFIRM_UNKNOWN: break;
+    }
+    return MQ_ERR_CONNECTION;
+}
+
+/* Each message's status into results; logs the first failure. Returns it, or MQ_OK. */
+static int collect_results(mq_client_t *c, const mq_publish_wait_t *w, int *results)
+{
+    int first = MQ_OK;
+    for (size_t i = 0; i < w->n; i++) {
+        bool sent = i < w->sent;
+        if (sent)
+            results[i] = status_of(confirm_result_cookie(&c->confirms, w->first_cookie + i), w);
+        else
+            results[i] = c->conn ? MQ_ERR_TIMEOUT : MQ_ERR_CONNECTION;
+        if (results[i] == MQ_OK || first != MQ_OK)
+            continue;
+        first = results[i];
+        if (first == MQ_ERR_TIMEOUT) /* the message may still arrive: outcome unknown */
+            mq_set_error(c, "no confirm within %d ms", c->opts.publish_timeout_ms);
+        else if (first == MQ_ERR_NACKED)
+            mq_set_error(c, "nacked by the broker");
+        log_kv(LOG_WARN, "publish failed", "status", mq_status_name(first), "exchange", w->msgs[i].exchange,
+               "routing_key", w->msgs[i].routing_key, "message_id", sent ? w->ids[i] : w->msgs[i].message_id,
+               "execution_id", w->msgs[i].execution_id, "error", c->last_error, NULL);
+    }
+    return first;
+}
+
+/* Publish and wait for confirms, all within publish_timeout_ms. */
+static int publish_wait(mq_client_t *c, mq_publish_wait_t *w, int *results)
+{
+    int64_t deadline = now_mono_ms() + c->opts.publish_timeout_ms;
+    w->lost_status = MQ_ERR_CONNECTION;
+    w->first_cookie = c->publish_seq;
+    c->publish_seq += w->n;
+    c->waiting = w;
+    send_all(c, w, deadline);
+    size_t from = 0;
+    while (!all_confirmed(c, w, &from) && mq_read_frame(c, deadline) > 0)
+        ;
+    c->waiting = NULL;
+    int first = collect_results(c, w, results);
+    confirm_collect(&c->confirms);
+    return first;
+}
+
+/* Failures that say the broker is unavailable; RETURNED / CLOSED_BY_BROKER are its answers. */
+static bool breaker_failure(const int *results, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        switch (results[i]) {
+        case MQ_ERR_CONNECTION:
+        case MQ_ERR_TIMEOUT:
+        case MQ_ERR_NACKED:
+            return true;
+        }
+    return false;
+}
+
+static int fill(int *results, size_t n, int status)
+{
+    for (size_t i = 0; i < n; i++)
+        results[i] = status;
+    return status;
+}
+
+/* Before any I/O: the breaker, a connection, a drained inbox (a channel.close may be waiting)
+ * and no resource alarm. MQ_OK or the status every message gets. */
+static int publish_ready(mq_client_t *c, bool probe)
+{
+    /* Draining first also finds a connection that died while idle; then reconnect at once. */
+    if (mq_connected(c))
+        (void)mq_drain(c);
+    if (mq_ensure_connected(c, probe) != MQ_OK)
+        return MQ_ERR_CONNECTION;
+    if (c->blocked) {
+        mq_set_error(c, "connection blocked by the broker (resource alarm)");
+        return MQ_ERR_CONNECTION;
+    }
+    return MQ_OK;
+}
+
+int mq_publish_batch(mq_client_t *c, const mq_message_t *msgs, size_t n, int *results)
+{
+    if (n == 0)
+        return MQ_OK;
+    if (!breaker_allow(&c->breaker, now_mono_ms())) {
+        mq_set_error(c, "circuit breaker open");
+        return fill(results, n, MQ_ERR_BREAKER_OPEN);
+    }
+    int rc = publish_ready(c, c->breaker.state == BREAKER_HALF_OPEN);
+    if (rc != MQ_OK) {
+        breaker_record_failure(&c->breaker, now_mono_ms());
+        return fill(results, n, rc);
+    }
+    mq_publish_wait_t w = {.msgs = msgs, .n = n};
+    w.ids = calloc(n, sizeof *w.ids);
+    w.tags = malloc(n * sizeof *w.tags);
+    if (!w.ids || !w.tags) {
+        free(w.ids);
+        free(w.tags);
+        mq_set_error(c, "out of memory");
+        breaker_record_failure(&c->breaker, now_mono_ms());
+        return fill(results, n, MQ_ERR_CONNECTION);
+    }
+    rc = publish_wait(c, &w, results);
+    free(w.ids);
+    free(w.tags);
+    if (breaker_failure(results, n))
+        breaker_record_failure(&c->breaker, now_mono_ms());
+    else
+        breaker_record_success(&c->breaker, now_mono_ms());
+    return rc;
+}
+
+int mq_publish(mq_client_t *c, const mq_message_t *m)
+{
+    int result;
+    return mq_publish_batch(c, m, 1, &result);
+}

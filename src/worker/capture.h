@@ -1,0 +1,43 @@
+/* Bounded capture of a handler's output and the shaping of it into a JSON result. */
+#ifndef WARREN_WORKER_CAPTURE_H
+#define WARREN_WORKER_CAPTURE_H
+
+#include "warren/common.h"
+
+/*
+ * A byte buffer that never holds more than cap bytes. A head capture keeps the first cap bytes
+ * (stdout); a tail capture keeps the last cap bytes (stderr). Bytes beyond the cap are dropped
+ * and `truncated` says so. Memory grows on demand up to cap.
+ */
+typedef struct capture {
+    char *buf;
+    size_t len;
+    size_t cap;
+    size_t alloc;
+    bool keep_tail;
+    bool truncated;
+} capture_t;
+
+/* The capture owns buf; release it with capture_reset(). */
+void capture_init(capture_t *c, size_t cap, bool keep_tail);
+void capture_reset(capture_t *c);
+/* Returns -1 only when memory runs out (the bytes are then dropped and truncated is set). */
+int capture_append(capture_t *c, const void *data, size_t n) WARN_UNUSED;
+
+/*
+ * The captured bytes as a NUL-terminated string of valid UTF-8: invalid sequences and NUL bytes
+ * become U+FFFD; a sequence cut by truncation is dropped. Caller frees with free(); NULL on OOM.
+ */
+char *capture_text(const capture_t *c);
+
+/*
+ * The JSON result for output text of len bytes: the text itself (trimmed) when it is exactly
+ * one JSON value by RFC 8259, valid UTF-8, at most 64 levels deep and storable in PostgreSQL
+ * jsonb (no \u0000, no lone surrogates); otherwise {"output": "<text>"} plus "truncated": true when the output
+ * was cut. Truncated output is never parsed. Empty output gives "{}" when empty_is_object, else
+ * NULL. Caller frees with free(); *oom is set when NULL came from a failed allocation.
+ */
+char *capture_result_json(const char *text, size_t len, bool truncated, bool empty_is_object,
+                          bool *oom);
+
+#endif

@@ -1,0 +1,255 @@
+/* The handler registry: built-in and dlopen'd in-process handlers, and executable lookup. */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "warren/log.h"
+#include "worker/handlers.h"
+
+#define REF_MAX 255
+
+typedef struct handlers_entry {
+    const warren_handler_t *desc;
+    void *module; /* dlopen handle, NULL for built-ins */
+} handlers_entry_t;
+
+struct handlers {
+    handlers_entry_t *entries;
+    size_t count;
+    size_t alloc;
+};
+
+/* core.noop: completes at once with {}; the benchmark handler, it measures warren alone. */
+static int noop_run(const char *params_json, size_t len, warren_handler_output_t *out)
+{
+    return 0;
+}
+
+static const warren_handler_t builtin_noop = {
+    .abi_version = WARREN_HANDLER_ABI,
+    .action_ref = "core.noop",
+    .run = noop_run,
+};
+
+handlers_t *handlers_new(void)
+{
+    handlers_t *r = calloc(1, sizeof *r);
+    char err[ERRBUF_SIZE];
+    if (r && handlers_add(r, &builtin_noop, "built-in", err, sizeof err) < 0) {
+        handlers_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void handlers_free(handlers_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->count; i++)
+        if (r->entries[i].module)
+            dlclose(r->entries[i].module);
+    free(r->entries);
+    free(r);
+}
+
+bool handlers_valid_ref(const char *ref)
+{
+    size_t n = ref ? strlen(ref) : 0;
+    if (n == 0 || n > REF_MAX || ref[0] == '.')
+        return false;
+    return strspn(ref, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+const warren_handler_t *handlers_find(const handlers_t *r, const char *ref)
+{
+    for (size_t i = 0; i < r->count; i++)
+        if (!strcmp(r->entries[i].desc->action_ref, ref))
+            return r->entries[i].desc;
+    return NULL;
+}
+
+static int add_entry(handlers_t *r, const warren_handler_t *desc, void *module)
+{
+    if (r->count == r->alloc) {
+        size_t n = r->alloc ? r->alloc * 2 : 8;
+        handlers_entry_t *p = realloc(r->entries, n * sizeof *p);
+        if (!p)
+            return -1;
+        r->entries = p;
+        r->alloc = n;
+    }
+    r->entries[r->count++] = (handlers_entry_t){desc, module};
+    return 0;
+}
+
+static int check_desc(const handlers_t *r, const warren_handler_t *desc, const char *origin,
+                      char *err, size_t errlen)
+{
+    if (desc->abi_version != WARREN_HANDLER_ABI) {
+        snprintf(err, errlen, "%s: handler ABI %u, this worker speaks ABI %d", origin,
+                 (unsigned)desc->abi_version, WARREN_HANDLER_ABI);
+        return -1;
+    }
+    if (!handlers_valid_ref(desc->action_ref)) {
+        snprintf(err, errlen, "%s: invalid action_ref '%s'", origin,
+                 desc->action_ref ? desc->action_ref : "(null)");
+        return -1;
+    }
+    if (!desc->run) {
+        snprintf(err, errlen, "%s: %s has no run function", origin, desc->action_ref);
+        return -1;
+    }
+    if (handlers_find(r, desc->action_ref)) {
+        snprintf(err, errlen, "%s: %s is already registered", origin, desc->action_ref);
+        return -1;
+    }
+    return 0;
+}
+
+int handlers_add(handlers_t *r, const warren_handler_t *desc, const char *origin, char *err,
+                 size_t errlen)
+{
+    if (check_desc(r, desc, origin, err, errlen) < 0)
+        return -1;
+    if (add_entry(r, desc, NULL) < 0) {
+        snprintf(err, errlen, "%s: out of memory", origin);
+        return -1;
+    }
+    return 0;
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int is_module(const struct dirent *d)
+{
+    return d->d_name[0] != '.' && has_suffix(d->d_name, ".so");
+}
+
+/* Load one module; 0 when its handler was added. The module stays open while registered. */
+static int load_module(handlers_t *r, const char *dir, const char *name)
+{
+    char path[4096], err[ERRBUF_SIZE];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!module) {
+        log_kv(LOG_ERROR, "handler module rejected", "module", path, "error", dlerror(), NULL);
+        return -1;
+    }
+    const warren_handler_t *desc = dlsym(module, WARREN_HANDLER_SYMBOL);
+    if (!desc) {
+        snprintf(err, sizeof err, "%s: no symbol %s (built for another handler ABI?)", name,
+                 WARREN_HANDLER_SYMBOL);
+    } else if (check_desc(r, desc, name, err, sizeof err) == 0) {
+        if (add_entry(r, desc, module) == 0) {
+            log_kv(LOG_INFO, "handler module loaded", "module", path, "action_ref",
+                   desc->action_ref, NULL);
+            return 0;
+        }
+        snprintf(err, sizeof err, "%s: out of memory", name);
+    }
+    log_kv(LOG_ERROR, "handler module rejected", "module", path, "error", err, NULL);
+    dlclose(module);
+    return -1;
+}
+
+int handlers_load_dir(handlers_t *r, const char *dir)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, is_module, alphasort);
+    if (n < 0) {
+        log_kv(LOG_WARN, "handlers directory unreadable", "dir", dir, "error", strerror(errno),
+               NULL);
+        return 0;
+    }
+    int loaded = 0;
+    for (int i = 0; i < n; i++) {
+        if (load_module(r, dir, names[i]->d_name) == 0)
+            loaded++;
+        free(names[i]);
+    }
+    free(names);
+    return loaded;
+}
+
+static bool is_executable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+int handlers_exec_path(const char *dir, const char *ref, char *path, size_t pathlen, char *err,
+                       size_t errlen)
+{
+    if (!handlers_valid_ref(ref)) {
+        snprintf(err, errlen, "invalid action_ref '%.64s': use 1-255 of A-Z a-z 0-9 . _ -, "
+                 "not starting with '.'", ref ? ref : "");
+        return -1;
+    }
+    if (has_suffix(ref, ".so") || (size_t)snprintf(path, pathlen, "%s/%s", dir, ref) >= pathlen ||
+        !is_executable_file(path)) {
+        snprintf(err, errlen, "no handler for action '%s' (no executable %s/%s)", ref, dir, ref);
+        return -1;
+    }
+    return 0;
+}
+
+static int is_exec_candidate(const struct dirent *d)
+{
+    return handlers_valid_ref(d->d_name) && !has_suffix(d->d_name, ".so");
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The in-process handlers' names plus those of the executables among ents (scandir's result
+ * for dir), unsorted and borrowed. */
+static size_t collect_names(const handlers_t *r, const char *dir, struct dirent **ents, int n,
+                            const char **out)
+{
+    size_t count = 0;
+    char path[4096];
+    for (size_t i = 0; i < r->count; i++)
+        out[count++] = r->entries[i].desc->action_ref;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
+        if (is_executable_file(path))
+            out[count++] = ents[i]->d_name;
+    }
+    return count;
+}
+
+json_object *handlers_list(const handlers_t *r, const char *dir)
+{
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, is_exec_candidate, NULL);
+    if (n < 0)
+        n = 0;
+    const char **names = malloc((r->count + (size_t)n + 1) * sizeof *names);
+    json_object *list = json_object_new_array();
+    if (names && list) {
+        size_t count = collect_names(r, dir, ents, n, names);
+        qsort(names, count, sizeof *names, cmp_str);
+        for (size_t i = 0; i < count; i++)
+            if (i == 0 || strcmp(names[i], names[i - 1]))
+                json_object_array_add(list, json_object_new_string(names[i]));
+    } else {
+        json_object_put(list);
+        list = NULL;
+    }
+    for (int i = 0; i < n; i++)
+        free(ents[i]);
+    free(ents);
+    free(names);
+    return list;
+}

@@ -1,0 +1,49 @@
+/*
+ * The handler registry: in-process handlers (the built-in core.noop and modules dlopen'd from
+ * the handlers directory) and the lookup of executable handlers in that directory.
+ */
+#ifndef WARREN_WORKER_HANDLERS_H
+#define WARREN_WORKER_HANDLERS_H
+
+#include <json-c/json.h>
+#include "warren/common.h"
+#include "warren/handler.h"
+
+typedef struct handlers handlers_t;
+
+/*
+ * A registry holding the built-in handlers. NULL on OOM. The caller frees it with
+ * handlers_free(), which also dlcloses every module it loaded.
+ */
+handlers_t *handlers_new(void);
+void handlers_free(handlers_t *r);
+
+/*
+ * Add an in-process handler. desc is borrowed and must outlive the registry; origin ("built-in",
+ * a file name) appears in errors. Fails with the reason on an ABI mismatch, a missing run
+ * function, an invalid action_ref or one already registered.
+ */
+int handlers_add(handlers_t *r, const warren_handler_t *desc, const char *origin, char *err,
+                 size_t errlen) WARN_UNUSED;
+
+/* dlopen every *.so in dir and add its descriptor. Failures are logged and the module skipped.
+ * Returns the number of modules added. */
+int handlers_load_dir(handlers_t *r, const char *dir);
+
+/* The in-process handler for action_ref, or NULL. */
+const warren_handler_t *handlers_find(const handlers_t *r, const char *action_ref);
+
+/* An action_ref is 1..255 of [A-Za-z0-9._-], not starting with '.': it can name a file in the
+ * handlers directory and nothing outside it. */
+bool handlers_valid_ref(const char *action_ref);
+
+/* Path of the executable handler for action_ref: a regular, executable file dir/<action_ref>
+ * (never a *.so). Returns -1 with the reason when there is none. */
+int handlers_exec_path(const char *dir, const char *action_ref, char *path, size_t pathlen,
+                       char *err, size_t errlen) WARN_UNUSED;
+
+/* Every action_ref served, in-process and executable, sorted and unique, as a new JSON array of
+ * strings (caller releases it with json_object_put()); NULL on OOM. */
+json_object *handlers_list(const handlers_t *r, const char *dir);
+
+#endif

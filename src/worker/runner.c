@@ -1,0 +1,669 @@
+/* The worker's handler runner: executable and in-process handlers on the worker's event loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "warren/log.h"
+#include "worker/capture.h"
+#include "worker/handlers.h"
+#include "worker/runner.h"
+
+#define READ_CHUNK 65536
+#define READS_PER_WAKEUP 16   /* bound one stream's turn so other events are served */
+#define DRAIN_MAX_READS 256   /* after exit: at most this many reads per stream */
+#define SWEEP_INTERVAL_S 1    /* reap check in case a SIGCHLD was lost */
+#define HANDLER_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
+
+/*
+ * A job's life: RUNNING (handler started or in-process run) -> STOPPING (SIGTERM sent on timeout
+ * or shutdown, SIGKILL armed) -> DONE (result filled, done_cb queued). Failures to start and
+ * in-process runs go straight to DONE; a handler exiting moves RUNNING or STOPPING to DONE.
+ */
+typedef enum { JOB_RUNNING = 0, JOB_STOPPING, JOB_DONE } job_state_t;
+
+typedef struct job {
+    runner_t *runner;
+    struct job *prev, *next;
+    int64_t execution_id;
+    char *action_ref;
+    int attempt;
+    int timeout_s;
+    runner_done_cb done_cb;
+    void *arg;
+    int64_t started_ms;
+    job_state_t state;
+    pid_t pid;                        /* 0 for in-process handlers; also the process group */
+    int in_fd, out_fd, err_fd;        /* parent ends, -1 once closed */
+    char *params;
+    size_t params_len, params_off;
+    struct event *ev_in, *ev_out, *ev_err, *ev_timer, *ev_done;
+    capture_t out, err;
+    bool timed_out, terminated;
+    /* The result, filled when the job moves to DONE. */
+    runner_outcome_t outcome;
+    int exit_code, signal;
+    char *result_json, *stderr_tail;
+    int64_t duration_ms;
+    char error[ERRBUF_SIZE];
+} job_t;
+
+struct runner {
+    struct event_base *base;
+    char *handlers_dir;
+    size_t max_output_bytes, stderr_tail_bytes;
+    int kill_grace_s, default_timeout_s;
+    handlers_t *handlers;             /* in-process handlers */
+    struct event *ev_sigchld, *ev_sweep;
+    job_t *jobs;                      /* every job whose done_cb has not been called */
+    size_t running;
+};
+
+const char *runner_outcome_name(runner_outcome_t outcome)
+{
+    switch (outcome) {
+    case RUNNER_COMPLETED: return "completed";
+    case RUNNER_FAILED: return "failed";
+    case RUNNER_TIMEOUT: return "timeout";
+    }
+    return "unknown";
+}
+
+static void log_job(log_level_t level, const char *msg, const job_t *j, const char *key,
+                    const char *val)
+{
+    char id[24];
+    snprintf(id, sizeof id, "%" PRId64, j->execution_id);
+    log_kv(level, msg, "execution_id", id, "action_ref", j->action_ref, key, val, NULL);
+}
+
+/* ---- job lifetime ---------------------------------------------------------------------- */
+
+static void job_close_fd(job_t *j, int *fd, struct event **ev)
+{
+    if (*ev) {
+        event_free(*ev);
+        *ev = NULL;
+    }
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static void job_release_io(job_t *j)
+{
+    job_close_fd(j, &j->in_fd, &j->ev_in);
+    job_close_fd(j, &j->out_fd, &j->ev_out);
+    job_close_fd(j, &j->err_fd, &j->ev_err);
+    if (j->ev_timer)
+        evtimer_del(j->ev_timer);
+}
+
+static void job_free(job_t *j)
+{
+    job_release_io(j);
+    if (j->ev_timer)
+        event_free(j->ev_timer);
+    if (j->ev_done)
+        event_free(j->ev_done);
+    capture_reset(&j->out);
+    capture_reset(&j->err);
+    free(j->action_ref);
+    free(j->params);
+    free(j->result_json);
+    free(j->stderr_tail);
+    free(j);
+}
+
+static void job_unlink(job_t *j)
+{
+    runner_t *r = j->runner;
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        r->jobs = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    r->running--;
+}
+
+/* Runs from the loop after the job finished: hand over the result, then reclaim the job. */
+static void on_job_done(evutil_socket_t fd, short what, void *arg)
+{
+    job_t *j = arg;
+    runner_result_t res = {
+        .execution_id = j->execution_id,
+        .action_ref = j->action_ref,
+        .outcome = j->outcome,
+        .exit_code = j->exit_code,
+        .signal = j->signal,
+        .result_json = j->result_json,
+        .stderr_tail = j->stderr_tail ? j->stderr_tail : "",
+        .truncated = j->out.truncated,
+        .duration_ms = j->duration_ms,
+        .error = j->outcome == RUNNER_COMPLETED ? NULL : j->error,
+    };
+    job_unlink(j);
+    j->done_cb(&res, j->arg);
+    job_free(j);
+}
+
+/* Mark the job done; done_cb runs on the next loop iteration, never inside the caller. */
+static void job_finish(job_t *j)
+{
+    j->state = JOB_DONE;
+    j->duration_ms = now_mono_ms() - j->started_ms;
+    event_active(j->ev_done, EV_TIMEOUT, 1);
+}
+
+static void job_fail(job_t *j, const char *error)
+{
+    j->outcome = RUNNER_FAILED;
+    j->exit_code = -1;
+    snprintf(j->error, sizeof j->error, "%s", error);
+    log_job(LOG_WARN, "execution not started", j, "error", error);
+    job_finish(j);
+}
+
+/* The result from the captured output; call once the outcome is known. */
+static void job_set_result(job_t *j)
+{
+    bool oom;
+    j->result_json = capture_result_json(j->out.buf ? j->out.buf : "", j->out.len,
+                                         j->out.truncated, j->outcome == RUNNER_COMPLETED, &oom);
+    if (oom)
+        log_job(LOG_ERROR, "result dropped", j, "error", "out of memory");
+}
+
+/* ---- in-process handlers ----------------------------------------------------------------- */
+
+static void job_run_inproc(job_t *j, const warren_handler_t *h)
+{
+    warren_handler_output_t out;
+    memset(&out, 0, sizeof out);
+    int rc = h->run(j->params, j->params_len, &out);
+    out.error[sizeof out.error - 1] = '\0';
+    j->exit_code = rc;
+    j->outcome = rc == 0 ? RUNNER_COMPLETED : RUNNER_FAILED;
+    if (rc != 0)
+        snprintf(j->error, sizeof j->error, "%s",
+                 out.error[0] ? out.error : "in-process handler failed");
+    /* The output cap holds for modules too; capture_append() marks the cut. */
+    const char *text = out.result_json ? out.result_json : "";
+    if (capture_append(&j->out, text, strlen(text)) < 0)
+        log_job(LOG_ERROR, "result dropped", j, "error", "out of memory");
+    free(out.result_json);
+    job_set_result(j);
+    job_finish(j);
+}
+
+/* ---- executable handlers: output and stdin ------------------------------------------------ */
+
+/* Read what fd has now (at most max_reads chunks); closes the stream at EOF or error. */
+static void job_read(job_t *j, int *fd, struct event **ev, capture_t *cap, int max_reads)
+{
+    char buf[READ_CHUNK];
+    for (int i = 0; i < max_reads && *fd >= 0; i++) {
+        ssize_t n = read(*fd, buf, sizeof buf);
+        if (n > 0) {
+            if (capture_append(cap, buf, (size_t)n) < 0)
+                log_job(LOG_ERROR, "output dropped", j, "error", "out of memory");
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && errno == EAGAIN) {
+            return;
+        } else {
+            job_close_fd(j, fd, ev);
+        }
+    }
+}
+
+static void on_output(evutil_socket_t fd, short what, void *arg)
+{
+    job_t *j = arg;
+    if (fd == j->out_fd)
+        job_read(j, &j->out_fd, &j->ev_out, &j->out, READS_PER_WAKEUP);
+    else
+        job_read(j, &j->err_fd, &j->ev_err, &j->err, READS_PER_WAKEUP);
+}
+
+/* Write as much of the params as the pipe takes; close stdin when all is written or the
+ * handler stopped reading (EPIPE: it does not want its params, which is its business). */
+static void job_pump_stdin(job_t *j)
+{
+    while (j->in_fd >= 0 && j->params_off < j->params_len) {
+        ssize_t n = write(j->in_fd, j->params + j->params_off, j->params_len - j->params_off);
+        if (n > 0) {
+            j->params_off += (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && errno == EAGAIN) {
+            if (!event_pending(j->ev_in, EV_WRITE, NULL))
+                event_add(j->ev_in, NULL);
+            return;
+        } else {
+            if (errno != EPIPE)
+                log_job(LOG_WARN, "params not delivered", j, "error", strerror(errno));
+            break;
+        }
+    }
+    job_close_fd(j, &j->in_fd, &j->ev_in);
+}
+
+static void on_stdin(evutil_socket_t fd, short what, void *arg)
+{
+    job_pump_stdin(arg);
+}
+
+/* ---- executable handlers: ending ---------------------------------------------------------- */
+
+static void job_classify(job_t *j, int status)
+{
+    j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    if (j->timed_out) {
+        j->outcome = RUNNER_TIMEOUT;
+        snprintf(j->error, sizeof j->error, "timed out after %d s", j->timeout_s);
+    } else if (j->terminated) {
+        j->outcome = RUNNER_FAILED;
+        snprintf(j->error, sizeof j->error, "terminated: worker shutting down");
+    } else if (WIFEXITED(status) && j->exit_code == 0) {
+        j->outcome = RUNNER_COMPLETED;
+    } else if (WIFEXITED(status)) {
+        j->outcome = RUNNER_FAILED;
+        snprintf(j->error, sizeof j->error, "handler exited with code %d", j->exit_code);
+    } else {
+        j->outcome = RUNNER_FAILED;
+        snprintf(j->error, sizeof j->error, "handler killed by signal %d (%s)", j->signal,
+                 strsignal(j->signal));
+    }
+}
+
+/*
+ * The handler process is gone (!status_known: someone else reaped it). Anything it left
+ * in its group is killed, so no handler outlives its execution and its pipes reach EOF; what is
+ * already in the pipes is still read.
+ */
+static void job_exited(job_t *j, int status, bool status_known)
+{
+    kill(-j->pid, SIGKILL);
+    job_read(j, &j->out_fd, &j->ev_out, &j->out, DRAIN_MAX_READS);
+    job_read(j, &j->err_fd, &j->ev_err, &j->err, DRAIN_MAX_READS);
+    job_release_io(j);
+    if (status_known) {
+        job_classify(j, status);
+    } else {
+        j->outcome = RUNNER_FAILED;
+        j->exit_code = -1;
+        snprintf(j->error, sizeof j->error, "handler exit status lost (reaped elsewhere)");
+    }
+    job_set_result(j);
+    j->stderr_tail = capture_text(&j->err);
+    job_finish(j);
+}
+
+static void runner_reap(runner_t *r)
+{
+    bool children = false;
+    for (job_t *j = r->jobs; j; j = j->next) {
+        if (j->pid <= 0 || j->state == JOB_DONE)
+            continue;
+        int status;
+        pid_t rc = waitpid(j->pid, &status, WNOHANG);
+        if (rc == j->pid)
+            job_exited(j, status, true);
+        else if (rc < 0 && errno == ECHILD)
+            job_exited(j, 0, false);
+        else
+            children = true;
+    }
+    if (!children)
+        evtimer_del(r->ev_sweep);
+}
+
+static void on_sigchld(evutil_socket_t sig, short what, void *arg)
+{
+    runner_reap(arg);
+}
+
+/* SIGTERM the group and give it kill_grace_s before SIGKILL. */
+static void job_stop(job_t *j)
+{
+    j->state = JOB_STOPPING;
+    kill(-j->pid, SIGTERM);
+    struct timeval grace = {j->runner->kill_grace_s, 0};
+    evtimer_add(j->ev_timer, &grace);
+}
+
+/* The job's one timer: first the execution timeout, then the SIGTERM grace period. */
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    job_t *j = arg;
+    switch (j->state) {
+    case JOB_RUNNING:
+        j->timed_out = true;
+        log_job(LOG_WARN, "handler timed out", j, "signal", "SIGTERM");
+        job_stop(j);
+        break;
+    case JOB_STOPPING:
+        log_job(LOG_WARN, "handler ignored SIGTERM", j, "signal", "SIGKILL");
+        kill(-j->pid, SIGKILL);
+        break;
+    case JOB_DONE:
+        break;
+    }
+}
+
+/* ---- executable handlers: starting -------------------------------------------------------- */
+
+static int set_nonblock(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    return flags < 0 ? -1 : fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+/* Pipes for stdin, stdout and stderr. child[] gets the ends for the handler (blocking, like
+ * any stdio); the job keeps the other ends, non-blocking and watched by events. Every end is
+ * O_CLOEXEC so no other handler inherits them. */
+static int job_open_pipes(job_t *j, int child[3])
+{
+    int p[3][2], made;
+    for (made = 0; made < 3; made++)
+        if (pipe2(p[made], O_CLOEXEC) < 0)
+            break;
+    if (made < 3) {
+        for (int i = 0; i < made; i++)
+            close(p[i][0]), close(p[i][1]);
+        return -1;
+    }
+    child[0] = p[0][0], j->in_fd = p[0][1];
+    child[1] = p[1][1], j->out_fd = p[1][0];
+    child[2] = p[2][1], j->err_fd = p[2][0];
+    struct event_base *base = j->runner->base;
+    j->ev_in = event_new(base, j->in_fd, EV_WRITE | EV_PERSIST, on_stdin, j);
+    j->ev_out = event_new(base, j->out_fd, EV_READ | EV_PERSIST, on_output, j);
+    j->ev_err = event_new(base, j->err_fd, EV_READ | EV_PERSIST, on_output, j);
+    if (!j->ev_in || !j->ev_out || !j->ev_err || set_nonblock(j->in_fd) < 0 ||
+        set_nonblock(j->out_fd) < 0 || set_nonblock(j->err_fd) < 0) {
+        for (int i = 0; i < 3; i++)
+            close(child[i]);
+        job_release_io(j);
+        return -1;
+    }
+    return 0;
+}
+
+/* The handler gets its pipes as 0-2 and no other descriptor (whatever a library opened
+ * without O_CLOEXEC, the broker socket included), a process group of its own, an empty signal
+ * mask and default dispositions (the worker ignores SIGPIPE; ignored signals survive exec). */
+static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
+                       const int child[3])
+{
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    sigdelset(&all, SIGKILL);
+    sigdelset(&all, SIGSTOP);
+    int rc = 0;
+    for (int fd = 0; fd < 3 && rc == 0; fd++)
+        rc = posix_spawn_file_actions_adddup2(fa, child[fd], fd);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_addclosefrom_np(fa, 3);
+    if (rc == 0)
+        rc = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                                POSIX_SPAWN_SETSIGDEF);
+    if (rc == 0)
+        rc = posix_spawnattr_setpgroup(attr, 0);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigmask(attr, &none);
+    if (rc == 0)
+        rc = posix_spawnattr_setsigdefault(attr, &all);
+    return rc;
+}
+
+/*
+ * Start the handler at path. posix_spawn (fork+exec without copying the worker, exec failures
+ * returned to us) runs it directly: no shell, so nothing in the params or the environment can
+ * become a command. The environment is built from scratch: no WARREN__* secret reaches it.
+ */
+static int job_spawn(job_t *j, const char *path, char *err, size_t errlen)
+{
+    int child[3];
+    if (job_open_pipes(j, child) < 0) {
+        snprintf(err, errlen, "cannot create pipes for %.300s: %s", path, strerror(errno));
+        return -1;
+    }
+    char path_env[] = HANDLER_PATH, id[48], ref[300], attempt[40], timeout[40];
+    snprintf(id, sizeof id, "WARREN_EXECUTION_ID=%" PRId64, j->execution_id);
+    snprintf(ref, sizeof ref, "WARREN_ACTION_REF=%s", j->action_ref);
+    snprintf(attempt, sizeof attempt, "WARREN_ATTEMPT=%d", j->attempt);
+    snprintf(timeout, sizeof timeout, "WARREN_TIMEOUT_S=%d", j->timeout_s);
+    char *envp[] = {path_env, id, ref, attempt, timeout, NULL};
+    char *argv[] = {(char *)path, NULL};
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    int rc = spawn_setup(&fa, &attr, child);
+    if (rc == 0)
+        rc = posix_spawn(&j->pid, path, &fa, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    for (int i = 0; i < 3; i++)
+        close(child[i]);
+    if (rc != 0) {
+        j->pid = 0;
+        job_release_io(j);
+        snprintf(err, errlen, "cannot start handler %.300s: %s", path, strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static void job_watch(job_t *j)
+{
+    runner_t *r = j->runner;
+    event_add(j->ev_out, NULL);
+    event_add(j->ev_err, NULL);
+    job_pump_stdin(j);
+    if (j->timeout_s > 0) {
+        struct timeval tv = {j->timeout_s, 0};
+        evtimer_add(j->ev_timer, &tv);
+    }
+    if (!evtimer_pending(r->ev_sweep, NULL)) {
+        struct timeval tv = {SWEEP_INTERVAL_S, 0};
+        evtimer_add(r->ev_sweep, &tv);
+    }
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", (int)j->pid);
+    log_job(LOG_DEBUG, "handler started", j, "pid", pid);
+}
+
+/* ---- the runner -------------------------------------------------------------------------- */
+
+/* A job record for spec, linked into the runner; NULL on OOM. Freed by on_job_done(). */
+static job_t *job_new(runner_t *r, const runner_job_t *spec, runner_done_cb done_cb, void *arg)
+{
+    job_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->runner = r;
+    j->execution_id = spec->execution_id;
+    j->attempt = spec->attempt;
+    j->timeout_s = spec->timeout_s > 0 ? spec->timeout_s : r->default_timeout_s;
+    j->done_cb = done_cb;
+    j->arg = arg;
+    j->started_ms = now_mono_ms();
+    j->in_fd = j->out_fd = j->err_fd = -1;
+    capture_init(&j->out, r->max_output_bytes, false);
+    capture_init(&j->err, r->stderr_tail_bytes, true);
+    j->action_ref = strdup(spec->action_ref ? spec->action_ref : "");
+    bool has_params = spec->params_json && spec->params_len > 0;
+    j->params_len = has_params ? spec->params_len : 2;
+    j->params = strndup(has_params ? spec->params_json : "{}", j->params_len);
+    j->ev_done = evtimer_new(r->base, on_job_done, j);
+    j->ev_timer = evtimer_new(r->base, on_timer, j);
+    if (!j->action_ref || !j->params || !j->ev_done || !j->ev_timer) {
+        job_free(j);
+        return NULL;
+    }
+    j->next = r->jobs;
+    if (r->jobs)
+        r->jobs->prev = j;
+    r->jobs = j;
+    r->running++;
+    return j;
+}
+
+int runner_start(runner_t *r, const runner_job_t *spec, runner_done_cb done_cb, void *arg,
+                 char *err, size_t errlen)
+{
+    job_t *j = job_new(r, spec, done_cb, arg);
+    if (!j) {
+        snprintf(err, errlen, "execution %" PRId64 ": out of memory", spec->execution_id);
+        return -1;
+    }
+    const warren_handler_t *h = handlers_find(r->handlers, j->action_ref);
+    if (h) {
+        job_run_inproc(j, h);
+        return 0;
+    }
+    char path[4096], why[ERRBUF_SIZE];
+    if (handlers_exec_path(r->handlers_dir, j->action_ref, path, sizeof path, why, sizeof why) <
+            0 ||
+        job_spawn(j, path, why, sizeof why) < 0) {
+        job_fail(j, why);
+        return 0;
+    }
+    job_watch(j);
+    return 0;
+}
+
+size_t runner_running(const runner_t *r)
+{
+    return r->running;
+}
+
+void runner_terminate_all(runner_t *r)
+{
+    for (job_t *j = r->jobs; j; j = j->next) {
+        if (j->pid <= 0 || j->state != JOB_RUNNING)
+            continue;
+        j->terminated = true;
+        log_job(LOG_INFO, "terminating handler", j, "signal", "SIGTERM");
+        job_stop(j);
+    }
+}
+
+bool runner_has_handler(const runner_t *r, const char *action_ref)
+{
+    char path[4096], err[ERRBUF_SIZE];
+    return handlers_find(r->handlers, action_ref) ||
+           handlers_exec_path(r->handlers_dir, action_ref, path, sizeof path, err, sizeof err) == 0;
+}
+
+json_object *runner_handlers(const runner_t *r)
+{
+    return handlers_list(r->handlers, r->handlers_dir);
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    runner_reap(arg);
+}
+
+/* Handler pipes must never land on 0-2: point any closed standard descriptor at /dev/null. */
+static void ensure_std_fds(void)
+{
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF && open("/dev/null", O_RDWR) < 0)
+            log_warn("cannot open /dev/null: %s", strerror(errno));
+}
+
+static int runner_check_dir(const char *dir, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!dir || !*dir) {
+        snprintf(err, errlen, "handlers_dir is not set");
+        return -1;
+    }
+    if (stat(dir, &st) < 0) {
+        snprintf(err, errlen, "handlers_dir %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "handlers_dir %s: not a directory", dir);
+        return -1;
+    }
+    return 0;
+}
+
+runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err,
+                     size_t errlen)
+{
+    if (runner_check_dir(opts->handlers_dir, err, errlen) < 0)
+        return NULL;
+    ensure_std_fds();
+    signal(SIGPIPE, SIG_IGN);
+    runner_t *r = calloc(1, sizeof *r);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->base = base;
+    r->max_output_bytes = opts->max_output_bytes;
+    r->stderr_tail_bytes = opts->stderr_tail_bytes;
+    r->kill_grace_s = opts->kill_grace_s > 0 ? opts->kill_grace_s : 0;
+    r->default_timeout_s = opts->default_timeout_s;
+    r->handlers_dir = strdup(opts->handlers_dir);
+    r->handlers = handlers_new();
+    r->ev_sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);
+    r->ev_sweep = event_new(base, -1, EV_PERSIST, on_sweep, r);
+    if (!r->handlers_dir || !r->handlers || !r->ev_sigchld || !r->ev_sweep ||
+        event_add(r->ev_sigchld, NULL) < 0) {
+        snprintf(err, errlen, "cannot set up the runner (out of memory or no SIGCHLD event)");
+        runner_free(r);
+        return NULL;
+    }
+    int modules = handlers_load_dir(r->handlers, r->handlers_dir);
+    char n[16];
+    snprintf(n, sizeof n, "%d", modules);
+    log_kv(LOG_INFO, "runner ready", "handlers_dir", r->handlers_dir, "modules", n, NULL);
+    return r;
+}
+
+/* Kill and reap a handler synchronously: only for runner_free(), when the loop is not run. */
+static void job_kill_now(job_t *j)
+{
+    kill(-j->pid, SIGKILL);
+    while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+void runner_free(runner_t *r)
+{
+    if (!r)
+        return;
+    while (r->jobs) {
+        job_t *j = r->jobs;
+        if (j->pid > 0 && j->state != JOB_DONE)
+            job_kill_now(j);
+        job_unlink(j);
+        job_free(j);
+    }
+    if (r->ev_sigchld)
+        event_free(r->ev_sigchld);
+    if (r->ev_sweep)
+        event_free(r->ev_sweep);
+    handlers_free(r->handlers);
+    free(r->handlers_dir);
+    free(r);
+}

@@ -1,0 +1,105 @@
+/*
+ * The worker's handler runner: runs one execution at a time per call, many at once, on the
+ * worker's single libevent loop.
+ *
+ * Executable handlers (handlers_dir/<action_ref>) are spawned directly, without a shell, in a
+ * process group of their own, with the params JSON on stdin and a minimal environment
+ * (WARREN_EXECUTION_ID, WARREN_ACTION_REF, WARREN_ATTEMPT, WARREN_TIMEOUT_S, PATH). stdout is
+ * the result, capped at max_output_bytes; the last stderr_tail_bytes of stderr are kept. On
+ * timeout the whole group gets SIGTERM, then SIGKILL kill_grace_s later. When the handler
+ * process exits, whatever it left running in its group is killed.
+ *
+ * In-process handlers (core.noop and the *.so modules in handlers_dir, see warren/handler.h) run inline inside
+ * runner_start(); their result is still delivered through done_cb from the loop.
+ *
+ * The runner owns a SIGCHLD event on the base and ignores SIGPIPE process-wide (a handler that
+ * closes stdin early must not kill the worker); handlers get default signal dispositions back.
+ */
+#ifndef WARREN_WORKER_RUNNER_H
+#define WARREN_WORKER_RUNNER_H
+
+#include <event2/event.h>
+#include <json-c/json.h>
+#include "warren/common.h"
+
+typedef struct runner runner_t;
+
+typedef struct runner_opts {
+    const char *handlers_dir;  /* copied */
+    size_t max_output_bytes;   /* stdout kept; the rest is read and dropped */
+    size_t stderr_tail_bytes;  /* last bytes of stderr kept */
+    int kill_grace_s;          /* SIGTERM -> SIGKILL delay */
+    int default_timeout_s;     /* for jobs with timeout_s <= 0; <= 0 means no limit */
+} runner_opts_t;
+
+typedef enum { RUNNER_COMPLETED = 0, RUNNER_FAILED, RUNNER_TIMEOUT } runner_outcome_t;
+
+typedef struct runner_job {
+    int64_t execution_id;
+    const char *action_ref;
+    const char *params_json;   /* NULL or params_len 0 means "{}" */
+    size_t params_len;
+    int attempt;
+    int timeout_s;             /* <= 0: opts.default_timeout_s */
+} runner_job_t;
+
+/*
+ * The outcome of one execution. Every pointer is owned by the runner and valid only until
+ * done_cb returns: copy what you keep.
+ */
+typedef struct runner_result {
+    int64_t execution_id;
+    const char *action_ref;
+    runner_outcome_t outcome;
+    int exit_code;             /* the handler's exit code (or run() return); -1 when none */
+    int signal;                /* signal that ended the process, 0 when none */
+    const char *result_json;   /* JSON text: parsed stdout, or {"output": "..."} for other
+                                  text; "{}" when a completed handler printed nothing; NULL when
+                                  a failed or timed-out handler printed nothing */
+    const char *stderr_tail;   /* "" when none; always valid UTF-8 */
+    bool truncated;            /* stdout went past max_output_bytes */
+    int64_t duration_ms;
+    const char *error;         /* why it failed or timed out; NULL when completed */
+} runner_result_t;
+
+/* Called exactly once per started job, from the event loop, never from inside runner_start().
+ * Do not call runner_free() from it. */
+typedef void (*runner_done_cb)(const runner_result_t *result, void *arg);
+
+/*
+ * A runner on base (borrowed: it must outlive the runner). Loads the in-process handler
+ * modules in opts->handlers_dir, logging and skipping modules it rejects. NULL with the reason
+ * in err when it cannot start. The caller frees it with runner_free().
+ */
+runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err,
+                     size_t errlen);
+/* Kills every running handler group with SIGKILL, reaps the processes and frees the runner.
+ * done_cb is not called for those jobs. */
+void runner_free(runner_t *r);
+
+/* True when action_ref has an in-process handler or an executable in the handlers directory. */
+bool runner_has_handler(const runner_t *r, const char *action_ref);
+/* Every action_ref this worker serves, for its announce: a new sorted JSON array of strings
+ * that the caller releases with json_object_put(). NULL on OOM. */
+json_object *runner_handlers(const runner_t *r);
+
+/*
+ * Start job (its strings are copied). Every problem with the job itself (unknown or invalid
+ * action_ref, failing spawn) is reported as a FAILED result through done_cb, so each accepted
+ * job produces exactly one result. Returns -1 (done_cb never called) only when memory or the
+ * loop fail, with the reason in err.
+ */
+int runner_start(runner_t *r, const runner_job_t *job, runner_done_cb done_cb, void *arg,
+                 char *err, size_t errlen) WARN_UNUSED;
+
+/* Jobs started whose done_cb has not run yet. */
+size_t runner_running(const runner_t *r);
+
+/* Fast shutdown: SIGTERM every running handler group now (SIGKILL after kill_grace_s). Each of
+ * those jobs still ends through done_cb, as FAILED with error "terminated: worker shutting down".
+ */
+void runner_terminate_all(runner_t *r);
+
+const char *runner_outcome_name(runner_outcome_t outcome);
+
+#endif

@@ -1,0 +1,191 @@
+/* Unit tests for output capture: caps, tails, UTF-8 repair and the JSON result shape. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "worker/capture.h"
+
+static void append(capture_t *c, const char *s)
+{
+    assert_int_equal(capture_append(c, s, strlen(s)), 0);
+}
+
+static char *result(const char *text, bool truncated, bool empty_is_object)
+{
+    bool oom;
+    char *out = capture_result_json(text, strlen(text), truncated, empty_is_object, &oom);
+    assert_false(oom);
+    return out;
+}
+
+/* The result for text (empty output counts as {}) must be want. */
+static void assert_result(const char *text, bool truncated, const char *want)
+{
+    char *r = result(text, truncated, true);
+    assert_string_equal(r, want);
+    free(r);
+}
+
+static void test_head_keeps_first_bytes(void **state)
+{
+    capture_t c;
+    capture_init(&c, 5, false);
+    append(&c, "abc");
+    assert_false(c.truncated);
+    append(&c, "defgh");
+    assert_true(c.truncated);
+    assert_int_equal(c.len, 5);
+    assert_memory_equal(c.buf, "abcde", 5);
+    append(&c, "more"); /* past the cap: dropped, still no error */
+    assert_int_equal(c.len, 5);
+    capture_reset(&c);
+}
+
+static void test_tail_keeps_last_bytes(void **state)
+{
+    capture_t c;
+    capture_init(&c, 4, true);
+    append(&c, "ab");
+    assert_false(c.truncated);
+    append(&c, "cdef");
+    assert_true(c.truncated);
+    assert_memory_equal(c.buf, "cdef", 4);
+    append(&c, "0123456789");
+    assert_memory_equal(c.buf, "6789", 4);
+    append(&c, "X");
+    assert_memory_equal(c.buf, "789X", 4);
+    capture_reset(&c);
+}
+
+static void test_large_head_grows(void **state)
+{
+    capture_t c;
+    capture_init(&c, 100000, false);
+    char chunk[1000];
+    memset(chunk, 'z', sizeof chunk);
+    for (int i = 0; i < 150; i++)
+        assert_int_equal(capture_append(&c, chunk, sizeof chunk), 0);
+    assert_int_equal(c.len, 100000);
+    assert_true(c.truncated);
+    assert_true(c.alloc <= 100000);
+    capture_reset(&c);
+}
+
+static void test_text_repairs_utf8(void **state)
+{
+    capture_t c;
+    capture_init(&c, 64, false);
+    /* valid é, a stray continuation byte, a NUL, an overlong '/', a surrogate */
+    static const char raw[] = "\xC3\xA9|\x80|\0|\xC0\xAF|\xED\xA0\x80|";
+    assert_int_equal(capture_append(&c, raw, sizeof raw - 1), 0);
+    char *text = capture_text(&c);
+    assert_string_equal(text, "\xC3\xA9|\xEF\xBF\xBD|\xEF\xBF\xBD|\xEF\xBF\xBD\xEF\xBF\xBD|"
+                              "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD|");
+    free(text);
+    capture_reset(&c);
+}
+
+static void test_text_drops_cut_characters(void **state)
+{
+    capture_t head, tail;
+    capture_init(&head, 3, false);
+    append(&head, "a\xE2\x82\xAC"); /* "a€": the cap keeps two of the euro sign's three bytes */
+    capture_init(&tail, 2, true);
+    append(&tail, "x\xC3\xA9y"); /* "xéy": the tail keeps the last byte of é and "y" */
+    char *h = capture_text(&head), *t = capture_text(&tail);
+    assert_string_equal(h, "a");
+    assert_string_equal(t, "y");
+    free(h);
+    free(t);
+    capture_reset(&head);
+    capture_reset(&tail);
+}
+
+static void test_result_keeps_valid_json(void **state)
+{
+    assert_result("  {\"a\": [1, 2.50, \"x\"]}\n", false, "{\"a\": [1, 2.50, \"x\"]}");
+    assert_result("42\n", false, "42");
+    assert_result("\"just a string\"", false, "\"just a string\"");
+}
+
+static void test_result_wraps_other_text(void **state)
+{
+    assert_result("hello \"world\"\n", false, "{\"output\":\"hello \\\"world\\\"\"}");
+    assert_result("{\"a\":1} {\"b\":2}", false, "{\"output\":\"{\\\"a\\\":1} {\\\"b\\\":2}\"}");
+    assert_result("{'a': 1}", false, "{\"output\":\"{'a': 1}\"}");
+    assert_result("[1, 2", false, "{\"output\":\"[1, 2\"}");
+}
+
+/* Text json-c would take but RFC 8259 (and PostgreSQL jsonb) would not is kept as text. */
+static void test_result_strict_json_only(void **state)
+{
+    static const char *const rejected[] = {
+        "NaN", "-Infinity", "1.", ".5", "01", "+1", "1e", "[1,]", "{\"a\":1,}", "{\"a\" 1}",
+        "\"a\tb\"", "\"\\x41\"", "\"\\u0000\"", "\"\\ud800\"", "\"\\udc00\"",
+        "\"\\ud800\\u0041\"", "\"\\u12G4\"", "tru", "nul", "[", "\"open", "{\"a\"}", "{1:2}",
+    };
+    for (size_t i = 0; i < sizeof rejected / sizeof *rejected; i++) {
+        char *r = result(rejected[i], false, true);
+        assert_non_null(strstr(r, "\"output\":"));
+        free(r);
+    }
+    static const char *const accepted[] = {
+        "-0", "1.5e-3", "0E+2", "[]", "{}", "[null,true,false]", "\"\\ud83d\\ude00 \\/\\n\"",
+        "{\"a\":{\"b\":[{}]}}", "\"\xE2\x82\xAC\"",
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof *accepted; i++) {
+        assert_result(accepted[i], false, accepted[i]);
+    }
+}
+
+static void test_result_depth_is_bounded(void **state)
+{
+    char deep[300];
+    memset(deep, '[', 150);
+    memset(deep + 150, ']', 150);
+    char *r = capture_result_json(deep, sizeof deep, false, true, &(bool){false});
+    assert_non_null(strstr(r, "\"output\":"));
+    free(r);
+    r = capture_result_json(deep + 100, 100, false, true, &(bool){false}); /* 50 deep */
+    assert_string_equal(r, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
+                           "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+    free(r);
+}
+
+static void test_result_truncated_is_text(void **state)
+{
+    /* looks complete, but it was cut */
+    assert_result("[1,2]", true, "{\"output\":\"[1,2]\",\"truncated\":true}");
+}
+
+static void test_result_invalid_utf8_json_is_wrapped(void **state)
+{
+    assert_result("\"\xFF\"", false, "{\"output\":\"\\\"\xEF\xBF\xBD\\\"\"}");
+}
+
+static void test_result_empty(void **state)
+{
+    assert_result(" \n", false, "{}");
+    assert_null(result("", false, false));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_head_keeps_first_bytes),
+        cmocka_unit_test(test_tail_keeps_last_bytes),
+        cmocka_unit_test(test_large_head_grows),
+        cmocka_unit_test(test_text_repairs_utf8),
+        cmocka_unit_test(test_text_drops_cut_characters),
+        cmocka_unit_test(test_result_keeps_valid_json),
+        cmocka_unit_test(test_result_wraps_other_text),
+        cmocka_unit_test(test_result_strict_json_only),
+        cmocka_unit_test(test_result_depth_is_bounded),
+        cmocka_unit_test(test_result_truncated_is_text),
+        cmocka_unit_test(test_result_invalid_utf8_json_is_wrapped),
+        cmocka_unit_test(test_result_empty),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

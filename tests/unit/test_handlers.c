@@ -1,0 +1,148 @@
+/* Unit tests for the handler registry: action_ref rules, ABI checks, lookups and the listing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "warren/log.h"
+#include "worker/handlers.h"
+
+static int dummy_run(const char *params, size_t len, warren_handler_output_t *out)
+{
+    return 0;
+}
+
+static void test_valid_ref(void **state)
+{
+    assert_true(handlers_valid_ref("core.echo"));
+    assert_true(handlers_valid_ref("my-pack.do_it.v2"));
+    assert_true(handlers_valid_ref("a"));
+    assert_false(handlers_valid_ref(NULL));
+    assert_false(handlers_valid_ref(""));
+    assert_false(handlers_valid_ref(".hidden"));
+    assert_false(handlers_valid_ref(".."));
+    assert_false(handlers_valid_ref("../bin/sh"));
+    assert_false(handlers_valid_ref("a/b"));
+    assert_false(handlers_valid_ref("echo;rm"));
+    assert_false(handlers_valid_ref("echo x"));
+    assert_false(handlers_valid_ref("$(id)"));
+    assert_false(handlers_valid_ref("caf\xC3\xA9"));
+    char longref[300];
+    memset(longref, 'a', sizeof longref - 1);
+    longref[sizeof longref - 1] = '\0';
+    assert_false(handlers_valid_ref(longref));
+    longref[255] = '\0';
+    assert_true(handlers_valid_ref(longref));
+}
+
+static void test_builtin_noop(void **state)
+{
+    handlers_t *r = handlers_new();
+    const warren_handler_t *h = handlers_find(r, "core.noop");
+    assert_non_null(h);
+    warren_handler_output_t out = {0};
+    assert_int_equal(h->run("{}", 2, &out), 0);
+    assert_null(out.result_json);
+    assert_null(handlers_find(r, "core.echo"));
+    handlers_free(r);
+}
+
+static void test_add_rejects(void **state)
+{
+    handlers_t *r = handlers_new();
+    char err[ERRBUF_SIZE];
+    warren_handler_t future = {.abi_version = 99, .action_ref = "x.future", .run = dummy_run};
+    assert_int_equal(handlers_add(r, &future, "future.so", err, sizeof err), -1);
+    assert_string_equal(err, "future.so: handler ABI 99, this worker speaks ABI 1");
+    assert_null(handlers_find(r, "x.future"));
+
+    warren_handler_t bad_ref = {.abi_version = WARREN_HANDLER_ABI, .action_ref = "../x",
+                                .run = dummy_run};
+    assert_int_equal(handlers_add(r, &bad_ref, "bad.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "invalid action_ref"));
+
+    warren_handler_t no_run = {.abi_version = WARREN_HANDLER_ABI, .action_ref = "x.norun"};
+    assert_int_equal(handlers_add(r, &no_run, "norun.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "no run function"));
+
+    warren_handler_t dup = {.abi_version = WARREN_HANDLER_ABI, .action_ref = "core.noop",
+                            .run = dummy_run};
+    assert_int_equal(handlers_add(r, &dup, "dup.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "already registered"));
+
+    warren_handler_t ok = {.abi_version = WARREN_HANDLER_ABI, .action_ref = "x.ok",
+                           .run = dummy_run};
+    assert_int_equal(handlers_add(r, &ok, "ok.so", err, sizeof err), 0);
+    assert_ptr_equal(handlers_find(r, "x.ok"), &ok);
+    handlers_free(r);
+}
+
+static void put_file(const char *dir, const char *name, mode_t mode)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("#!/bin/sh\nexit 0\n", f);
+    fclose(f);
+    assert_int_equal(chmod(path, mode), 0);
+}
+
+static void test_exec_path_and_list(void **state)
+{
+    char dir[] = "/tmp/warren-registry-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    put_file(dir, "t.run", 0755);
+    put_file(dir, "t.plain", 0644);      /* not executable */
+    put_file(dir, "broken.so", 0755);    /* modules are never executed */
+    put_file(dir, ".t.hidden", 0755);
+    put_file(dir, "README.md", 0644);
+    char sub[600];
+    snprintf(sub, sizeof sub, "%s/t.dir", dir);
+    assert_int_equal(mkdir(sub, 0755), 0); /* a directory is not a handler */
+
+    char path[4096], err[ERRBUF_SIZE];
+    assert_int_equal(handlers_exec_path(dir, "t.run", path, sizeof path, err, sizeof err), 0);
+    assert_non_null(strstr(path, "/t.run"));
+    const char *missing[] = {"t.plain", "broken.so", "t.dir", "t.none"};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(handlers_exec_path(dir, missing[i], path, sizeof path, err, sizeof err),
+                         -1);
+        assert_non_null(strstr(err, "no handler for action"));
+    }
+    assert_int_equal(handlers_exec_path(dir, ".t.hidden", path, sizeof path, err, sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "invalid action_ref"));
+
+    handlers_t *r = handlers_new();
+    assert_int_equal(handlers_load_dir(r, dir), 0); /* broken.so is logged and skipped */
+    json_object *list = handlers_list(r, dir);
+    assert_string_equal(json_object_to_json_string_ext(list, JSON_C_TO_STRING_PLAIN),
+                        "[\"core.noop\",\"t.run\"]");
+    json_object_put(list);
+    handlers_free(r);
+
+    const char *names[] = {"t.run", "t.plain", "broken.so", ".t.hidden", "README.md"};
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(sub);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    log_setup(LOG_ERROR, LOG_FORMAT_TEXT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_ref),
+        cmocka_unit_test(test_builtin_noop),
+        cmocka_unit_test(test_add_rejects),
+        cmocka_unit_test(test_exec_path_and_list),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,682 @@
+/* Tests for the handler runner with real processes on a real event loop. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "warren/log.h"
+#include "worker/runner.h"
+
+#define SOURCE_HANDLERS WARREN_SOURCE_DIR "/handlers"
+
+/* A copy of one result, made inside done_cb. */
+typedef struct got {
+    bool done;
+    int64_t execution_id;
+    runner_outcome_t outcome;
+    int exit_code, signal;
+    char *result, *tail, *error;
+    bool truncated;
+    int64_t duration_ms;
+} got_t;
+
+typedef struct fixture {
+    struct event_base *base;
+    runner_t *runner;
+    char dir[64];  /* scratch handlers directory */
+    size_t ndone;
+    int fds_before; /* open descriptors before the test: none may leak */
+} fixture_t;
+
+static fixture_t *current;
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void on_done(const runner_result_t *res, void *arg)
+{
+    got_t *g = arg;
+    assert_false(g->done);
+    *g = (got_t){
+        .done = true,
+        .execution_id = res->execution_id,
+        .outcome = res->outcome,
+        .exit_code = res->exit_code,
+        .signal = res->signal,
+        .result = dup_or_null(res->result_json),
+        .tail = dup_or_null(res->stderr_tail),
+        .error = dup_or_null(res->error),
+        .truncated = res->truncated,
+        .duration_ms = res->duration_ms,
+    };
+    current->ndone++;
+}
+
+static void got_free(got_t *g)
+{
+    free(g->result);
+    free(g->tail);
+    free(g->error);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static int count_fds(void)
+{
+    int n = 0;
+    for (int fd = 0; fd < 1024; fd++)
+        if (fcntl(fd, F_GETFD) >= 0)
+            n++;
+    return n;
+}
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof *f);
+    f->fds_before = count_fds();
+    f->base = event_base_new();
+    snprintf(f->dir, sizeof f->dir, "/tmp/warren-runner-XXXXXX");
+    if (!f->base || !mkdtemp(f->dir))
+        return -1;
+    current = f;
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+    runner_free(f->runner);
+    event_base_free(f->base);
+    nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    int leaked = count_fds() - f->fds_before;
+    free(f);
+    assert_int_equal(leaked, 0);
+    return 0;
+}
+
+static runner_opts_t default_opts(const char *dir)
+{
+    return (runner_opts_t){.handlers_dir = dir, .max_output_bytes = 1 << 20,
+                           .stderr_tail_bytes = 4096, .kill_grace_s = 1,
+                           .default_timeout_s = 10};
+}
+
+static void make_runner(fixture_t *f, const runner_opts_t *opts)
+{
+    char err[ERRBUF_SIZE];
+    f->runner = runner_new(f->base, opts, err, sizeof err);
+    if (!f->runner)
+        fail_msg("runner_new: %s", err);
+}
+
+/* Write an executable handler script into the scratch directory. */
+static void write_handler(fixture_t *f, const char *name, const char *body)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", f->dir, name);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fprintf(out, "#!/bin/sh\n%s\n", body);
+    fclose(out);
+    assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    *(bool *)arg = true;
+}
+
+/* Run the loop until n results arrived or timeout_ms passed. */
+static void run_until(fixture_t *f, size_t n, int timeout_ms)
+{
+    bool expired = false;
+    struct event *deadline = evtimer_new(f->base, on_deadline, &expired);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    evtimer_add(deadline, &tv);
+    while (f->ndone < n && !expired)
+        event_base_loop(f->base, EVLOOP_ONCE);
+    event_free(deadline);
+}
+
+static void start(fixture_t *f, int64_t id, const char *ref, const char *params, int timeout_s,
+                  got_t *g)
+{
+    runner_job_t job = {.execution_id = id, .action_ref = ref, .params_json = params,
+                        .params_len = params ? strlen(params) : 0, .attempt = 1,
+                        .timeout_s = timeout_s};
+    char err[ERRBUF_SIZE];
+    memset(g, 0, sizeof *g);
+    assert_int_equal(runner_start(f->runner, &job, on_done, g, err, sizeof err), 0);
+}
+
+/* Start one job and wait for its result (at most 10 s). */
+static void run_one(fixture_t *f, const char *ref, const char *params, int timeout_s, got_t *g)
+{
+    size_t before = f->ndone;
+    start(f, 42, ref, params, timeout_s, g);
+    assert_false(g->done); /* never from inside runner_start */
+    run_until(f, before + 1, 10000);
+    assert_true(g->done);
+    assert_int_equal(g->execution_id, 42);
+}
+
+static void assert_json_equal(const char *got, const char *want)
+{
+    json_object *a = json_tokener_parse(got), *b = json_tokener_parse(want);
+    if (!a || !b || !json_object_equal(a, b))
+        fail_msg("JSON differs: got %s, want %s", got ? got : "(null)", want);
+    json_object_put(a);
+    json_object_put(b);
+}
+
+/* A process is gone when it no longer exists or is a zombie waiting for init. */
+static bool process_gone(pid_t pid)
+{
+    for (int i = 0; i < 100; i++) {
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+            return true;
+        char path[64], stat[256] = "";
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+        FILE *in = fopen(path, "r");
+        if (in) {
+            if (!fgets(stat, sizeof stat, in))
+                stat[0] = '\0';
+            fclose(in);
+        }
+        char *end = strrchr(stat, ')');
+        if (end && end[1] == ' ' && end[2] == 'Z')
+            return true;
+        usleep(20000);
+    }
+    return false;
+}
+
+static pid_t read_pid(const char *path)
+{
+    FILE *in = fopen(path, "r");
+    int pid = 0;
+    if (in) {
+        if (fscanf(in, "%d", &pid) != 1)
+            pid = 0;
+        fclose(in);
+    }
+    return (pid_t)pid;
+}
+
+/* ---- tests ---------------------------------------------------------------------------------- */
+
+static void test_echo_returns_params(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(SOURCE_HANDLERS);
+    make_runner(f, &o);
+    got_t g;
+    const char *params = "{\"a\": 1, \"b\": [\"x y\", null], \"c\": {\"d\": \"\xC3\xA9\"}}";
+    run_one(f, "core.echo", params, 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_int_equal(g.exit_code, 0);
+    assert_int_equal(g.signal, 0);
+    assert_json_equal(g.result, params);
+    assert_string_equal(g.tail, "");
+    assert_null(g.error);
+    assert_false(g.truncated);
+    assert_true(g.duration_ms >= 0 && g.duration_ms < 5000);
+    assert_int_equal(runner_running(f->runner), 0);
+    got_free(&g);
+}
+
+static void test_real_handlers(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(SOURCE_HANDLERS);
+    make_runner(f, &o);
+    got_t g;
+    run_one(f, "core.sleep", "{\"seconds\": 0.1}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_json_equal(g.result, "{\"slept\": 0.1}");
+    assert_true(g.duration_ms >= 100);
+    got_free(&g);
+
+    run_one(f, "core.fail", "{\"code\": 3}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_FAILED);
+    assert_int_equal(g.exit_code, 3);
+    assert_string_equal(g.error, "handler exited with code 3");
+    assert_non_null(strstr(g.tail, "failing on purpose with exit code 3 (execution 42)"));
+    assert_null(g.result); /* it printed nothing on stdout */
+    got_free(&g);
+
+    json_object *list = runner_handlers(f->runner);
+    assert_string_equal(json_object_to_json_string_ext(list, JSON_C_TO_STRING_PLAIN),
+                        "[\"core.echo\",\"core.fail\",\"core.noop\",\"core.sleep\"]");
+    json_object_put(list);
+}
+
+static void test_non_json_output_kept_as_text(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    write_handler(f, "t.text", "cat >/dev/null; printf 'hello \"world\"\\nbye\\n'");
+    got_t g;
+    run_one(f, "t.text", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_string_equal(g.result, "{\"output\":\"hello \\\"world\\\"\\nbye\"}");
+    got_free(&g);
+}
+
+static void test_environment_is_minimal(void **state)
+{
+    fixture_t *f = *state;
+    setenv("WARREN__DATABASE__URL", "postgres://u:sekrit@h/db", 1);
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    write_handler(f, "t.env", "env; echo end");
+    runner_job_t job = {.execution_id = 9000000000LL, .action_ref = "t.env", .attempt = 3,
+                        .timeout_s = 7};
+    got_t g = {0};
+    char err[ERRBUF_SIZE];
+    assert_int_equal(runner_start(f->runner, &job, on_done, &g, err, sizeof err), 0);
+    run_until(f, 1, 5000);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_non_null(strstr(g.result, "WARREN_EXECUTION_ID=9000000000\\n"));
+    assert_non_null(strstr(g.result, "WARREN_ACTION_REF=t.env\\n"));
+    assert_non_null(strstr(g.result, "WARREN_ATTEMPT=3\\n"));
+    assert_non_null(strstr(g.result, "WARREN_TIMEOUT_S=7"));
+    assert_non_null(strstr(g.result, "PATH=/usr/local/bin:/usr/bin:/bin"));
+    assert_null(strstr(g.result, "sekrit"));
+    assert_null(strstr(g.result, "WARREN__"));
+    unsetenv("WARREN__DATABASE__URL");
+    got_free(&g);
+}
+
+static void test_failure_keeps_stderr_tail(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    o.stderr_tail_bytes = 64;
+    make_runner(f, &o);
+    write_handler(f, "t.noisy",
+                  "i=0; while [ $i -lt 500 ]; do echo \"noise line $i\" >&2; i=$((i+1)); done\n"
+                  "echo '{\"partial\": true}'; echo 'the real reason' >&2; exit 5");
+    got_t g;
+    run_one(f, "t.noisy", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_FAILED);
+    assert_int_equal(g.exit_code, 5);
+    assert_true(strlen(g.tail) <= 64);
+    size_t n = strlen(g.tail);
+    assert_true(n > 16);
+    assert_string_equal(g.tail + n - 16, "the real reason\n");
+    assert_json_equal(g.result, "{\"partial\": true}"); /* stdout of a failure is kept too */
+    got_free(&g);
+}
+
+static void test_output_cap(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    o.max_output_bytes = 1000;
+    make_runner(f, &o);
+    /* 300 KB: far past the cap and the pipe buffer, so the handler only finishes if the
+     * runner keeps reading and dropping. */
+    write_handler(f, "t.flood", "head -c 300000 /dev/zero | tr '\\0' a; echo done >&2");
+    got_t g;
+    run_one(f, "t.flood", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_true(g.truncated);
+    json_object *r = json_tokener_parse(g.result), *out, *trunc;
+    assert_true(json_object_object_get_ex(r, "output", &out));
+    assert_int_equal(json_object_get_string_len(out), 1000);
+    assert_true(json_object_object_get_ex(r, "truncated", &trunc));
+    assert_true(json_object_get_boolean(trunc));
+    assert_string_equal(g.tail, "done\n");
+    json_object_put(r);
+    got_free(&g);
+}
+
+static void test_killed_by_signal(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    write_handler(f, "t.crash", "kill -SEGV $$");
+    got_t g;
+    run_one(f, "t.crash", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_FAILED);
+    assert_int_equal(g.signal, SIGSEGV);
+    assert_int_equal(g.exit_code, -1);
+    assert_non_null(strstr(g.error, "killed by signal 11"));
+    got_free(&g);
+}
+
+/*
+ * Run handler `name` whose script finds in $pidfile where to record a process id to watch;
+ * returns that id once the result is in.
+ */
+static pid_t run_recording_pid(fixture_t *f, const char *name, const char *script,
+                               int timeout_s, got_t *g)
+{
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    char body[512], pidfile[128];
+    snprintf(pidfile, sizeof pidfile, "%s/%s.pid", f->dir, name);
+    snprintf(body, sizeof body, "pidfile=%s\n%s", pidfile, script);
+    write_handler(f, name, body);
+    run_one(f, name, "{}", timeout_s, g);
+    return read_pid(pidfile);
+}
+
+/* A timed-out handler ended by sig within [min_ms, max_ms), and its grandchild with it. */
+static void assert_timed_out(got_t *g, pid_t grandchild, int sig, int64_t min_ms, int64_t max_ms)
+{
+    assert_int_equal(g->outcome, RUNNER_TIMEOUT);
+    assert_string_equal(runner_outcome_name(g->outcome), "timeout");
+    assert_string_equal(g->error, "timed out after 1 s");
+    assert_int_equal(g->signal, sig);
+    assert_true(g->duration_ms >= min_ms && g->duration_ms < max_ms);
+    assert_true(grandchild > 0);
+    assert_true(process_gone(grandchild));
+    got_free(g);
+}
+
+/* The timeout kills the handler's whole group: a grandchild must not survive. */
+static void test_timeout_kills_group(void **state)
+{
+    got_t g;
+    pid_t grandchild = run_recording_pid(*state, "t.hang",
+                                         "sleep 1000 &\necho $! > $pidfile\nwait", 1, &g);
+    assert_timed_out(&g, grandchild, SIGTERM, 1000, 3000);
+}
+
+/* A handler that ignores SIGTERM gets SIGKILL after kill_grace_s. */
+static void test_timeout_escalates_to_sigkill(void **state)
+{
+    got_t g;
+    pid_t grandchild = run_recording_pid(
+        *state, "t.stubborn", "trap '' TERM\nsleep 1000 &\necho $! > $pidfile\nwait\nwait", 1,
+        &g);
+    assert_timed_out(&g, grandchild, SIGKILL, 2000, 4000);
+}
+
+/* What a handler leaves running when it exits is killed, and does not delay the result. */
+static void test_leftovers_killed_on_exit(void **state)
+{
+    got_t g;
+    pid_t leftover = run_recording_pid(
+        *state, "t.leave", "sleep 1000 &\necho $! > $pidfile\necho '{\"ok\": true}'", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_json_equal(g.result, "{\"ok\": true}");
+    assert_true(g.duration_ms < 2000);
+    assert_true(leftover > 0);
+    assert_true(process_gone(leftover));
+    got_free(&g);
+}
+
+static void test_shell_metacharacters_stay_data(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(SOURCE_HANDLERS);
+    make_runner(f, &o);
+    char mark[128], params[1024], ref[256];
+    snprintf(mark, sizeof mark, "%s/pwned", f->dir);
+    snprintf(params, sizeof params,
+             "{\"x\": \"$(touch %s); `touch %s`; touch %s | touch %s && touch %s\", "
+             "\"y\": \"'; touch %s; '\"}", mark, mark, mark, mark, mark, mark);
+    got_t g;
+    run_one(f, "core.echo", params, 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_json_equal(g.result, params);
+    got_free(&g);
+
+    snprintf(ref, sizeof ref, "core.echo; touch %s", mark);
+    const char *refs[] = {ref, "../../bin/sh", "$(touch x)", "core.echo\n"};
+    for (size_t i = 0; i < 4; i++) {
+        run_one(f, refs[i], "{}", 0, &g);
+        assert_int_equal(g.outcome, RUNNER_FAILED);
+        assert_non_null(strstr(g.error, "invalid action_ref"));
+        got_free(&g);
+    }
+    assert_int_equal(access(mark, F_OK), -1);
+}
+
+static void test_missing_handler(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(SOURCE_HANDLERS);
+    make_runner(f, &o);
+    assert_false(runner_has_handler(f->runner, "no.such"));
+    assert_false(runner_has_handler(f->runner, "README.md")); /* not executable */
+    assert_true(runner_has_handler(f->runner, "core.echo"));
+    assert_true(runner_has_handler(f->runner, "core.noop"));
+    got_t g;
+    run_one(f, "no.such", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_FAILED);
+    assert_int_equal(g.exit_code, -1);
+    assert_string_equal(g.error, "no handler for action 'no.such' (no executable "
+                                 SOURCE_HANDLERS "/no.such)");
+    got_free(&g);
+}
+
+static void test_concurrent_runs(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    write_handler(f, "t.slow",
+                  "read -r params; sleep 0.5; echo \"{\\\"id\\\": $WARREN_EXECUTION_ID, "
+                  "\\\"params\\\": $params}\"");
+    enum { N = 8 };
+    got_t g[N];
+    int64_t t0 = now_mono_ms();
+    for (int i = 0; i < N; i++) {
+        char params[32];
+        snprintf(params, sizeof params, "{\"n\": %d}", i);
+        start(f, 100 + i, "t.slow", params, 0, &g[i]);
+    }
+    assert_int_equal(runner_running(f->runner), N);
+    run_until(f, N, 10000);
+    int64_t elapsed = now_mono_ms() - t0;
+    assert_int_equal(runner_running(f->runner), 0);
+    for (int i = 0; i < N; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "{\"id\": %d, \"params\": {\"n\": %d}}", 100 + i, i);
+        assert_true(g[i].done);
+        assert_int_equal(g[i].execution_id, 100 + i);
+        assert_int_equal(g[i].outcome, RUNNER_COMPLETED);
+        assert_json_equal(g[i].result, want);
+        got_free(&g[i]);
+    }
+    assert_true(elapsed < 3000); /* one after the other would take 4 s */
+}
+
+static void test_large_params_and_unread_stdin(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    write_handler(f, "t.cat", "exec cat");
+    write_handler(f, "t.deaf", "exec 0<&-; echo '{\"heard\": false}'"); /* closes stdin */
+    size_t n = 512 * 1024;
+    char *params = malloc(n + 16);
+    memcpy(params, "[\"", 2);
+    memset(params + 2, 'p', n);
+    memcpy(params + 2 + n, "\"]", 3);
+    got_t g;
+    run_one(f, "t.cat", params, 0, &g); /* eight pipe buffers: written as the handler reads */
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_string_equal(g.result, params);
+    got_free(&g);
+    run_one(f, "t.deaf", params, 0, &g); /* EPIPE must neither kill nor fail the worker */
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_json_equal(g.result, "{\"heard\": false}");
+    got_free(&g);
+    free(params);
+}
+
+/* Descriptors the worker opened without O_CLOEXEC (a broker socket) stay out of handlers. */
+static void test_descriptors_not_inherited(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    int fd = open("/dev/null", O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(dup2(fd, 77), 77);
+    write_handler(f, "t.fds", "exec ls /proc/self/fd"); /* ls's own directory fd is 3 */
+    got_t g;
+    run_one(f, "t.fds", "{}", 0, &g);
+    close(77);
+    close(fd);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_string_equal(g.result, "{\"output\":\"0\\n1\\n2\\n3\"}");
+    got_free(&g);
+}
+
+static void test_terminate_all(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(SOURCE_HANDLERS);
+    make_runner(f, &o);
+    got_t a, b;
+    start(f, 1, "core.sleep", "{\"seconds\": 30}", 0, &a);
+    start(f, 2, "core.sleep", "{\"seconds\": 30}", 0, &b);
+    run_until(f, 1, 200); /* let them start */
+    runner_terminate_all(f->runner);
+    run_until(f, 2, 5000);
+    assert_true(a.done && b.done);
+    assert_int_equal(a.outcome, RUNNER_FAILED);
+    assert_string_equal(a.error, "terminated: worker shutting down");
+    assert_int_equal(a.signal, SIGTERM);
+    assert_true(a.duration_ms < 3000);
+    assert_int_equal(b.outcome, RUNNER_FAILED);
+    got_free(&a);
+    got_free(&b);
+}
+
+/* runner_free kills and reaps what still runs, without calling done_cb. */
+static void test_free_kills_running(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    char body[512], pidfile[128];
+    snprintf(pidfile, sizeof pidfile, "%s/self.pid", f->dir);
+    snprintf(body, sizeof body, "echo $$ > %s.tmp && mv %s.tmp %s\nexec sleep 1000", pidfile,
+             pidfile, pidfile);
+    write_handler(f, "t.forever", body);
+    got_t g;
+    start(f, 1, "t.forever", "{}", 0, &g);
+    for (int i = 0; i < 100 && read_pid(pidfile) == 0; i++)
+        run_until(f, 1, 20);
+    pid_t pid = read_pid(pidfile);
+    assert_true(pid > 0);
+    runner_free(f->runner);
+    f->runner = NULL;
+    assert_false(g.done);
+    assert_int_equal(kill(pid, 0), -1); /* reaped by runner_free: no zombie either */
+    assert_int_equal(errno, ESRCH);
+}
+
+static void test_noop_inprocess(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    got_t g;
+    run_one(f, "core.noop", "{\"ignored\": true}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_string_equal(g.result, "{}");
+    assert_int_equal(g.exit_code, 0);
+    got_free(&g);
+}
+
+/* Put the module built from handlers/example_upper.c into the scratch handlers directory. */
+static void link_example_module(fixture_t *f)
+{
+    char exe[4096] = "", so[4096], link[256];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = '\0';
+    snprintf(so, sizeof so, "%s/handlers/example_upper.so", dirname(exe));
+    if (access(so, R_OK) != 0)
+        fail_msg("%s missing: build all targets before running the tests", so);
+    snprintf(link, sizeof link, "%s/example_upper.so", f->dir);
+    assert_int_equal(symlink(so, link), 0);
+}
+
+/* The example module, loaded through dlopen. */
+static void test_example_module(void **state)
+{
+    fixture_t *f = *state;
+    link_example_module(f);
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    assert_true(runner_has_handler(f->runner, "example.upper"));
+    json_object *list = runner_handlers(f->runner);
+    assert_string_equal(json_object_to_json_string_ext(list, JSON_C_TO_STRING_PLAIN),
+                        "[\"core.noop\",\"example.upper\"]");
+    json_object_put(list);
+    got_t g;
+    run_one(f, "example.upper", "{\"text\": \"abc\\n\\u00e9\", \"n\": 1, \"ok\": true}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_json_equal(g.result, "{\"TEXT\": \"ABC\\n\\u00e9\", \"N\": 1, \"OK\": true}");
+    got_free(&g);
+}
+
+/* The output cap holds for in-process results too. */
+static void test_module_output_cap(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    o.max_output_bytes = 8;
+    link_example_module(f);
+    make_runner(f, &o);
+    got_t g;
+    run_one(f, "example.upper", "[\"abcdefghijkl\"]", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_true(g.truncated);
+    assert_string_equal(g.result, "{\"output\":\"[\\\"ABCDEF\",\"truncated\":true}");
+    got_free(&g);
+}
+
+int main(void)
+{
+    log_setup(LOG_ERROR, LOG_FORMAT_TEXT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_echo_returns_params, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_real_handlers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_non_json_output_kept_as_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_environment_is_minimal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failure_keeps_stderr_tail, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_by_signal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout_kills_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout_escalates_to_sigkill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leftovers_killed_on_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shell_metacharacters_stay_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missing_handler, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_runs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_params_and_unread_stdin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_descriptors_not_inherited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_terminate_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_free_kills_running, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noop_inprocess, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_example_module, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_module_output_cap, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
