@@ -1,10 +1,187 @@
-/* Placeholder for `warren get` until its module lands (replaced by the owning change). */
+/* `warren get ID`: one execution with its history and dead letters, for people or as JSON. */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli/cli.h"
+#include "cli/cli_db.h"
+#include "cli/cli_fmt.h"
+
+static const char get_usage_line[] = "warren get ID [--json] [-c FILE]";
+
+typedef struct get_opts {
+    const char *config;
+    const char *id;
+    bool json;
+} get_opts_t;
+
+static void get_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: %s\n"
+            "\n"
+            "Show execution ID: status, workers, attempt, timestamps, params, result, error,\n"
+            "its status history and the dead letters recorded for it.\n"
+            "\n"
+            "  -j, --json         print it as one JSON object: the row plus \"events\" and\n"
+            "                     \"dead_letters\" arrays\n"
+            "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
+            "  -h, --help         show this help\n"
+            "\n"
+            "Exit codes: 0 ok, 1 no such execution or a database error, 2 usage or configuration.\n",
+            get_usage_line);
+}
+
+/* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
+static int get_parse(int argc, char **argv, get_opts_t *o)
+{
+    int rc = cli_parse_read_opts("get", get_usage_line, argc, argv, &o->config, &o->json);
+    if (rc != 0)
+        return rc;
+    int64_t id;
+    if (optind != argc - 1 || cli_parse_int64(argv[optind], 1, INT64_MAX, &id) != 0) {
+        cli_usage_error("get", get_usage_line, optind == argc ? "ID missing"
+                        : optind < argc - 1 ? "one ID only"
+                        : "an execution id is a positive whole number");
+        return -1;
+    }
+    o->id = argv[optind];
+    return 0;
+}
+
+/* The row, its history and its dead letters as one JSON document built by the server, so
+ * every column (also ones added by later migrations) comes out with its JSON type. */
+static const char get_json_sql[] =
+    "SELECT (to_jsonb(e) || jsonb_build_object("
+    " 'events', coalesce((SELECT jsonb_agg(to_jsonb(v) - 'execution_id' ORDER BY v.id)"
+    "   FROM execution_events v WHERE v.execution_id = e.id), '[]'),"
+    " 'dead_letters', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'body' - 'headers' ORDER BY d.id)"
+    "   FROM dead_letters d WHERE d.execution_id = e.id), '[]')))::text AS doc "
+    "FROM executions e WHERE id = $1";
+
+/* Timestamps read as "2024-05-01 12:00:00.123 UTC" in the session's time zone. */
+#define TS(col) "to_char(" col ", 'YYYY-MM-DD HH24:MI:SS.MS TZ')"
+#define SINCE(col) "extract(epoch FROM now() - " col ")"
+
+static const char get_text_sql[] =
+    "SELECT id, action_ref, status, worker, pinned_worker, attempt, timeout_s,"
+    " params::text AS params, result::text AS result, error,"
+    " to_jsonb(e) ->> 'wait_reason' AS wait_reason," /* a column a later migration may add */
+    " " TS("created_at") " AS created, " SINCE("created_at") " AS created_age,"
+    " " TS("scheduled_at") " AS scheduled, " SINCE("scheduled_at") " AS scheduled_age,"
+    " " TS("started_at") " AS started, " SINCE("started_at") " AS started_age,"
+    " " TS("ended_at") " AS ended, " SINCE("ended_at") " AS ended_age,"
+    " " TS("updated_at") " AS updated, " SINCE("updated_at") " AS updated_age,"
+    " extract(epoch FROM ended_at - coalesce(started_at, created_at)) AS took_s "
+    "FROM executions e WHERE id = $1";
+
+static const char get_events_sql[] =
+    "SELECT " TS("at") ", from_status, to_status, worker, attempt, error "
+    "FROM execution_events WHERE execution_id = $1 ORDER BY id";
+
+static const char get_dead_letters_sql[] =
+    "SELECT id, " TS("received_at") ", reason, queue, resolution, error "
+    "FROM dead_letters WHERE execution_id = $1 ORDER BY id";
+
+static void get_line(const char *label, const char *value)
+{
+    printf("  %-14s %s\n", label, value ? value : "-");
+}
+
+/* Column name, e.g. created: "2024-05-01 12:00:00.123 UTC (4m05s ago)" from created and
+ * created_age, or "-". */
+static void get_time_line(const PGresult *res, const char *name)
+{
+    char age_col[32];
+    snprintf(age_col, sizeof age_col, "%s_age", name);
+    const char *ts = cli_db_field(res, 0, name);
+    const char *age = cli_db_field(res, 0, age_col);
+    if (!ts) {
+        get_line(name, NULL);
+        return;
+    }
+    char ago[32];
+    cli_fmt_duration(age ? atof(age) : -1, ago, sizeof ago);
+    printf("  %-14s %s (%s ago)\n", name, ts, ago);
+}
+
+static void get_print_row(const PGresult *r)
+{
+    printf("execution %s\n", cli_db_field(r, 0, "id"));
+    get_line("action", cli_db_field(r, 0, "action_ref"));
+    get_line("status", cli_db_field(r, 0, "status"));
+    if (cli_db_field(r, 0, "wait_reason"))
+        get_line("wait reason", cli_db_field(r, 0, "wait_reason"));
+    get_line("worker", cli_db_field(r, 0, "worker"));
+    get_line("pinned worker", cli_db_field(r, 0, "pinned_worker"));
+    get_line("attempt", cli_db_field(r, 0, "attempt"));
+    const char *timeout = cli_db_field(r, 0, "timeout_s");
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s%s", timeout ? timeout : "worker default", timeout ? "s" : "");
+    get_line("timeout", buf);
+    static const char *const times[] = {"created", "scheduled", "started", "ended", "updated"};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+        get_time_line(r, times[i]);
+    const char *took = cli_db_field(r, 0, "took_s");
+    if (took) {
+        cli_fmt_duration(atof(took), buf, sizeof buf);
+        get_line("duration", buf);
+    }
+    get_line("params", cli_db_field(r, 0, "params"));
+    get_line("result", cli_db_field(r, 0, "result"));
+    get_line("error", cli_db_field(r, 0, "error"));
+}
+
+/* A titled table of what sql finds for the execution; nothing but the title when empty. */
+static int get_print_related(PGconn *db, const char *id, const char *title, const char *sql,
+                             const char *const *headers)
+{
+    const char *params[] = {id};
+    PGresult *res = cli_db_query(db, "get", sql, 1, params);
+    if (!res)
+        return -1;
+    printf("\n%s (%d)\n", title, PQntuples(res));
+    int rc = PQntuples(res) ? cli_db_print_table(res, headers, stdout) : 0;
+    PQclear(res);
+    return rc;
+}
+
+static int get_print_text(PGconn *db, const PGresult *row, const char *id)
+{
+    static const char *const events[] = {"AT", "FROM", "TO", "WORKER", "ATTEMPT", "ERROR"};
+    static const char *const dead_letters[] = {"ID",         "RECEIVED", "REASON",
+                                               "QUEUE",      "RESOLUTION", "ERROR"};
+    get_print_row(row);
+    if (get_print_related(db, id, "history", get_events_sql, events) != 0 ||
+        get_print_related(db, id, "dead letters", get_dead_letters_sql, dead_letters) != 0)
+        return EXIT_RUNTIME;
+    return EXIT_OK;
+}
+
+static int get_run(PGconn *db, const warren_config_t *cfg, const void *opts)
+{
+    const get_opts_t *o = opts;
+    const char *params[] = {o->id};
+    PGresult *res = cli_db_query(db, "get", o->json ? get_json_sql : get_text_sql, 1, params);
+    if (!res)
+        return EXIT_RUNTIME;
+    if (PQntuples(res) == 0) {
+        fprintf(stderr, "warren get: no execution %s\n", o->id);
+        PQclear(res);
+        return EXIT_RUNTIME;
+    }
+    int rc = EXIT_OK;
+    if (o->json)
+        printf("%s\n", cli_db_field(res, 0, "doc"));
+    else
+        rc = get_print_text(db, res, o->id);
+    PQclear(res);
+    return rc;
+}
 
 int cmd_get(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "warren %s: not built yet\n", argv[0]);
-    return EXIT_RUNTIME;
+    get_opts_t o = {0};
+    int parsed = get_parse(argc, argv, &o);
+    return cli_db_command("get", parsed, get_usage, o.config, get_run, &o);
 }

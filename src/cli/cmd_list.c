@@ -1,10 +1,105 @@
-/* Placeholder for `warren list` until its module lands (replaced by the owning change). */
+/* `warren list`: the newest executions, optionally of one status, as a table or JSON. */
+#include <getopt.h>
 #include <stdio.h>
 #include "cli/cli.h"
+#include "cli/cli_db.h"
+#include "cli/cli_fmt.h"
+
+#define LIST_DEFAULT_LIMIT "20"
+#define LIST_MAX_LIMIT 100000
+
+static const char list_usage_line[] = "warren list [--status S] [--limit N] [--json] [-c FILE]";
+
+typedef struct list_opts {
+    const char *config;
+    const char *status; /* NULL: every status */
+    const char *limit;
+    bool json;
+} list_opts_t;
+
+static void list_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: %s\n"
+            "\n"
+            "List executions, newest first: id, action, status, worker (or the pinned worker\n"
+            "while none took it), attempt, age since submission and run time.\n"
+            "\n"
+            "  -s, --status S     only executions in status S, one of:\n"
+            "                     %s\n"
+            "  -n, --limit N      at most N executions, 1-%d (default %s)\n"
+            "  -j, --json         print a JSON array of the rows\n"
+            "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
+            "  -h, --help         show this help\n"
+            "\n"
+            "Exit codes: 0 ok, 1 database error, 2 usage or configuration error.\n",
+            list_usage_line, cli_status_list(), LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT);
+}
+
+/* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
+static int list_parse(int argc, char **argv, list_opts_t *o)
+{
+    static const struct option longopts[] = {
+        {"status", required_argument, NULL, 's'}, {"limit", required_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},         {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    int ch;
+    int64_t n;
+    optind = 1;
+    opterr = 0;
+    o->limit = LIST_DEFAULT_LIMIT;
+    while ((ch = getopt_long(argc, argv, ":s:n:jc:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's': o->status = optarg; break;
+        case 'n': o->limit = optarg; break;
+        case 'j': o->json = true; break;
+        case 'c': o->config = optarg; break;
+        case 'h': return 1;
+        default: cli_bad_option("list", list_usage_line, ch, argv); return -1;
+        }
+    }
+    if (optind < argc)
+        cli_usage_error("list", list_usage_line, "unexpected argument '%s'", argv[optind]);
+    else if (o->status && !cli_status_known(o->status))
+        cli_usage_error("list", list_usage_line, "unknown status '%.40s'; statuses: %s",
+                        o->status, cli_status_list());
+    else if (cli_parse_int64(o->limit, 1, LIST_MAX_LIMIT, &n) != 0)
+        cli_usage_error("list", list_usage_line, "--limit wants a whole number 1-%d, not '%s'",
+                        LIST_MAX_LIMIT, o->limit);
+    else
+        return 0;
+    return -1;
+}
+
+/* Both shapes select the same rows: ($1 IS NULL OR status = $1) newest first, which the
+ * planner serves from executions_created_idx or executions_status_created_idx backwards. */
+#define LIST_ROWS                                                                                  \
+    "SELECT * FROM executions WHERE ($1::text IS NULL OR status = $1) "                            \
+    "ORDER BY created_at DESC, id DESC LIMIT $2::integer"
+
+static const char list_json_sql[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.created_at DESC, e.id DESC), '[]')::text "
+    "AS doc FROM (" LIST_ROWS ") e";
+
+static const char list_text_sql[] =
+    "SELECT id, action_ref, status, coalesce(worker, 'pinned:' || pinned_worker), attempt,"
+    " extract(epoch FROM now() - created_at) AS age_s,"
+    " extract(epoch FROM coalesce(ended_at, now()) - started_at) AS run_s "
+    "FROM (" LIST_ROWS ") e";
+
+static int list_run(PGconn *db, const warren_config_t *cfg, const void *opts)
+{
+    static const char *const head[] = {"ID", "ACTION", "STATUS", "WORKER", "ATTEMPT", "AGE",
+                                       "RUN"};
+    const list_opts_t *o = opts;
+    const char *params[] = {o->status, o->limit};
+    return cli_db_show(db, "list", o->json, list_json_sql, list_text_sql, 2, params, head);
+}
 
 int cmd_list(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "warren %s: not built yet\n", argv[0]);
-    return EXIT_RUNTIME;
+    list_opts_t o = {0};
+    int parsed = list_parse(argc, argv, &o);
+    return cli_db_command("list", parsed, list_usage, o.config, list_run, &o);
 }

@@ -1,10 +1,212 @@
-/* Placeholder for `warren submit` until its module lands (replaced by the owning change). */
+/* `warren submit`: insert a requested execution and, with --wait, follow it to its outcome. */
+#include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include "cli/cli.h"
+#include "cli/cli_db.h"
+#include "cli/cli_fmt.h"
+#include "warren/topology.h"
+#include "worker/handlers.h"
+
+/* How often --wait looks at the row. A primary-key lookup every 100 ms costs the database
+ * next to nothing and keeps the added latency small; LISTEN/NOTIFY would need a trigger in
+ * the schema for a saving nobody would notice. */
+#define SUBMIT_POLL_MS 100
+
+static const char submit_usage_line[] =
+    "warren submit ACTION_REF [--params JSON] [--worker ID] [--timeout S] "
+    "[--wait [--wait-timeout S]] [--json] [-c FILE]";
+
+typedef struct submit_opts {
+    const char *config;
+    const char *action;
+    const char *params;
+    const char *worker;
+    const char *timeout_s; /* validated text, passed to SQL as is */
+    int64_t wait_timeout_s; /* 0: wait as long as it takes */
+    bool wait;
+    bool wait_timeout_given;
+    bool json;
+} submit_opts_t;
+
+static void submit_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: %s\n"
+            "\n"
+            "Insert an execution of ACTION_REF in status 'requested'; the executor dispatches it.\n"
+            "Prints the new execution id (the whole row with --json).\n"
+            "\n"
+            "  -p, --params JSON      handler parameters, a JSON object (default {})\n"
+            "  -w, --worker ID        pin it to this worker: no other worker gets it\n"
+            "  -t, --timeout S        handler time limit in seconds (default: the worker's)\n"
+            "      --wait             wait until it ends (polls the row every %d ms), print the\n"
+            "                         status, result and error; exit 0 only when it completed\n"
+            "      --wait-timeout S   give up waiting after S seconds (exit 1); default: no limit\n"
+            "  -j, --json             print the row as JSON (with --wait: the final row)\n"
+            "  -c, --config FILE      configuration file (default: $WARREN_CONFIG)\n"
+            "  -h, --help             show this help\n"
+            "\n"
+            "Exit codes: 0 submitted (with --wait: completed), 1 database error, wait timeout or\n"
+            "an outcome other than completed, 2 usage or configuration error.\n",
+            submit_usage_line, SUBMIT_POLL_MS);
+}
+
+static int submit_check(submit_opts_t *o)
+{
+    char err[ERRBUF_SIZE];
+    if (!handlers_valid_ref(o->action))
+        return cli_usage_error("submit", submit_usage_line,
+                               "invalid action '%.64s': use 1-255 of A-Z a-z 0-9 . _ - "
+                               "not starting with '.'", o->action);
+    if (o->params && cli_json_object_check(o->params, err, sizeof err) != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--params must be a JSON object: %s", err);
+    if (o->worker && !topo_worker_id_valid(o->worker))
+        return cli_usage_error("submit", submit_usage_line,
+                               "invalid worker id '%.80s': use 1-%d of A-Z a-z 0-9 _ . - "
+                               "starting with a letter or digit", o->worker, WORKER_ID_MAX);
+    int64_t v;
+    if (o->timeout_s && cli_parse_int64(o->timeout_s, 1, INT32_MAX, &v) != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--timeout wants whole seconds, 1 or more, not '%s'", o->timeout_s);
+    if (o->wait_timeout_given && !o->wait)
+        return cli_usage_error("submit", submit_usage_line, "--wait-timeout needs --wait");
+    return EXIT_OK;
+}
+
+/* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
+static int submit_parse(int argc, char **argv, submit_opts_t *o)
+{
+    enum { OPT_WAIT = 256, OPT_WAIT_TIMEOUT };
+    static const struct option longopts[] = {
+        {"params", required_argument, NULL, 'p'},   {"worker", required_argument, NULL, 'w'},
+        {"timeout", required_argument, NULL, 't'},  {"wait", no_argument, NULL, OPT_WAIT},
+        {"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
+        {"json", no_argument, NULL, 'j'},           {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+    };
+    int ch;
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":p:w:t:jc:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'p': o->params = optarg; break;
+        case 'w': o->worker = optarg; break;
+        case 't': o->timeout_s = optarg; break;
+        case 'j': o->json = true; break;
+        case 'c': o->config = optarg; break;
+        case 'h': return 1;
+        case OPT_WAIT: o->wait = true; break;
+        case OPT_WAIT_TIMEOUT:
+            o->wait_timeout_given = true;
+            if (cli_parse_int64(optarg, 1, INT32_MAX, &o->wait_timeout_s) != 0) {
+                cli_usage_error("submit", submit_usage_line,
+                                "--wait-timeout wants whole seconds, 1 or more, not '%s'", optarg);
+                return -1;
+            }
+            break;
+        default: cli_bad_option("submit", submit_usage_line, ch, argv); return -1;
+        }
+    }
+    if (optind == argc) {
+        cli_usage_error("submit", submit_usage_line, "ACTION_REF missing");
+        return -1;
+    }
+    if (optind < argc - 1) {
+        cli_usage_error("submit", submit_usage_line, "unexpected argument '%s'", argv[optind + 1]);
+        return -1;
+    }
+    o->action = argv[optind];
+    return submit_check(o) == EXIT_OK ? 0 : -1;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The outcome of a finished (or, on timeout, unfinished) execution; exit 0 only if completed. */
+static int submit_report(const PGresult *res, const submit_opts_t *o)
+{
+    const char *status = cli_db_field(res, 0, "status");
+    if (o->json) {
+        printf("%s\n", cli_db_field(res, 0, "row"));
+        return status && !strcmp(status, "completed") ? EXIT_OK : EXIT_RUNTIME;
+    }
+    char took[32];
+    const char *secs = cli_db_field(res, 0, "took_s");
+    cli_fmt_duration(secs ? atof(secs) : -1, took, sizeof took);
+    printf("status: %s (after %s)\n", status, took);
+    const char *result = cli_db_field(res, 0, "result");
+    const char *error = cli_db_field(res, 0, "error");
+    if (result)
+        printf("result: %s\n", result);
+    if (error)
+        printf("error: %s\n", error);
+    return !strcmp(status, "completed") ? EXIT_OK : EXIT_RUNTIME;
+}
+
+static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o)
+{
+    static const char sql[] =
+        "SELECT status, result::text AS result, error, to_jsonb(e)::text AS row, "
+        "extract(epoch FROM coalesce(ended_at, now()) - created_at) AS took_s "
+        "FROM executions e WHERE id = $1";
+    int64_t deadline = o->wait_timeout_s ? now_mono_ms() + o->wait_timeout_s * 1000 : INT64_MAX;
+    for (;;) {
+        const char *params[] = {id};
+        PGresult *res = cli_db_query(db, "submit", sql, 1, params);
+        if (!res)
+            return EXIT_RUNTIME;
+        if (PQntuples(res) == 0) {
+            fprintf(stderr, "warren submit: execution %s disappeared while waiting\n", id);
+            PQclear(res);
+            return EXIT_RUNTIME;
+        }
+        const char *status = cli_db_field(res, 0, "status");
+        if (cli_status_terminal(status) || now_mono_ms() >= deadline) {
+            int rc = submit_report(res, o);
+            if (!cli_status_terminal(status)) {
+                fprintf(stderr, "warren submit: execution %s still %s after waiting %" PRId64
+                        "s\n", id, status, o->wait_timeout_s);
+                rc = EXIT_RUNTIME;
+            }
+            PQclear(res);
+            return rc;
+        }
+        PQclear(res);
+        sleep_ms(SUBMIT_POLL_MS);
+    }
+}
+
+static int submit_run(PGconn *db, const warren_config_t *cfg, const void *opts)
+{
+    const submit_opts_t *o = opts;
+    static const char sql[] =
+        "INSERT INTO executions (action_ref, params, pinned_worker, timeout_s) "
+        "VALUES ($1, coalesce($2::jsonb, '{}'), $3, $4::integer) "
+        "RETURNING id, to_jsonb(executions)::text AS row";
+    const char *params[] = {o->action, o->params, o->worker, o->timeout_s};
+    PGresult *res = cli_db_query(db, "submit", sql, 4, params);
+    if (!res)
+        return EXIT_RUNTIME;
+    char id[24];
+    snprintf(id, sizeof id, "%s", cli_db_field(res, 0, "id"));
+    if (!o->json || !o->wait)
+        printf("%s\n", o->json ? cli_db_field(res, 0, "row") : id);
+    PQclear(res);
+    fflush(stdout); /* the id is worth having before a long wait */
+    return o->wait ? submit_wait(db, id, o) : EXIT_OK;
+}
 
 int cmd_submit(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "warren %s: not built yet\n", argv[0]);
-    return EXIT_RUNTIME;
+    submit_opts_t o = {0};
+    int parsed = submit_parse(argc, argv, &o);
+    return cli_db_command("submit", parsed, submit_usage, o.config, submit_run, &o);
 }

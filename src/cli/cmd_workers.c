@@ -1,10 +1,75 @@
-/* Placeholder for `warren workers` until its module lands (replaced by the owning change). */
+/* `warren workers`: every known worker with its liveness, load and capabilities. */
+#include <getopt.h>
 #include <stdio.h>
 #include "cli/cli.h"
+#include "cli/cli_db.h"
+
+static const char workers_usage_line[] = "warren workers [--json] [-c FILE]";
+
+typedef struct workers_opts {
+    const char *config;
+    bool json;
+} workers_opts_t;
+
+static void workers_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: %s\n"
+            "\n"
+            "List the workers that announced themselves: id, status, live or stale, capacity,\n"
+            "running executions, age of the last heartbeat and capabilities. A worker is live\n"
+            "while its last heartbeat is younger than executor.heartbeat_stale_factor times its\n"
+            "heartbeat interval (the rule the executor applies).\n"
+            "\n"
+            "  -j, --json         print a JSON array of the rows, with \"live\" and\n"
+            "                     \"heartbeat_age_s\" added\n"
+            "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
+            "  -h, --help         show this help\n"
+            "\n"
+            "Exit codes: 0 ok, 1 database error, 2 usage or configuration error.\n",
+            workers_usage_line);
+}
+
+/* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
+static int workers_parse(int argc, char **argv, workers_opts_t *o)
+{
+    int rc = cli_parse_read_opts("workers", workers_usage_line, argc, argv, &o->config, &o->json);
+    if (rc != 0 || optind == argc)
+        return rc;
+    cli_usage_error("workers", workers_usage_line, "unexpected argument '%s'", argv[optind]);
+    return -1;
+}
+
+/* Liveness is computed by the database clock, the one last_heartbeat was written with;
+ * $1 is executor.heartbeat_stale_factor. */
+#define WORKERS_ROWS                                                                               \
+    "SELECT w.*, extract(epoch FROM now() - last_heartbeat) AS heartbeat_age_s,"                   \
+    " now() - last_heartbeat < $1::integer * heartbeat_interval_s * interval '1 second' AS live "  \
+    "FROM workers w"
+
+static const char workers_json_sql[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.id), '[]')::text AS doc "
+    "FROM (" WORKERS_ROWS ") r";
+
+static const char workers_text_sql[] =
+    "SELECT id, status, CASE WHEN live THEN 'live' ELSE 'stale' END, capacity, running,"
+    " heartbeat_age_s, nullif(array_to_string(capabilities, ','), '') "
+    "FROM (" WORKERS_ROWS ") r ORDER BY id";
+
+static int workers_run(PGconn *db, const warren_config_t *cfg, const void *opts)
+{
+    static const char *const head[] = {"ID",      "STATUS",        "LIVENESS",    "CAPACITY",
+                                       "RUNNING", "HEARTBEAT AGE", "CAPABILITIES"};
+    const workers_opts_t *o = opts;
+    char factor[16];
+    snprintf(factor, sizeof factor, "%d", cfg->executor.heartbeat_stale_factor);
+    const char *params[] = {factor};
+    return cli_db_show(db, "workers", o->json, workers_json_sql, workers_text_sql, 1, params, head);
+}
 
 int cmd_workers(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "warren %s: not built yet\n", argv[0]);
-    return EXIT_RUNTIME;
+    workers_opts_t o = {0};
+    int parsed = workers_parse(argc, argv, &o);
+    return cli_db_command("workers", parsed, workers_usage, o.config, workers_run, &o);
 }
