@@ -23,7 +23,8 @@ static void list_usage(FILE *out)
             "usage: %s\n"
             "\n"
             "List executions, newest first: id, action, status, worker (or the pinned worker\n"
-            "while none took it), attempt, age since submission and run time.\n"
+            "while none took it), attempt, age since submission, run time, and the error or\n"
+            "why it still waits.\n"
             "\n"
             "  -s, --status S     only executions in status S, one of:\n"
             "                     %s\n"
@@ -85,13 +86,15 @@ static const char list_json_sql[] =
 static const char list_text_sql[] =
     "SELECT id, action_ref, status, coalesce(worker, 'pinned:' || pinned_worker), attempt,"
     " extract(epoch FROM now() - created_at) AS age_s,"
-    " extract(epoch FROM coalesce(ended_at, now()) - started_at) AS run_s "
+    " extract(epoch FROM coalesce(ended_at, now()) - started_at) AS run_s,"
+    /* why it failed, or why it still waits (wait_reason: a column migration 003 adds) */
+    " left(coalesce(error, to_jsonb(e) ->> 'wait_reason'), 80) "
     "FROM (" LIST_ROWS ") e";
 
 static int list_run(PGconn *db, const warren_config_t *cfg, const void *opts)
 {
-    static const char *const head[] = {"ID", "ACTION", "STATUS", "WORKER", "ATTEMPT", "AGE",
-                                       "RUN"};
+    static const char *const head[] = {"ID",      "ACTION", "STATUS", "WORKER",
+                                       "ATTEMPT", "AGE",    "RUN",    "ERROR OR WAIT REASON"};
     const list_opts_t *o = opts;
     const char *params[] = {o->status, o->limit};
     return cli_db_show(db, "list", o->json, list_json_sql, list_text_sql, 2, params, head);

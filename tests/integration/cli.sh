@@ -94,9 +94,11 @@ done
 
 log "list: newest first, --status filter, --limit, JSON"
 out=$("${W[@]}" list)
-assert_eq "ID ACTION STATUS WORKER ATTEMPT AGE RUN" "$(head -n 1 <<<"$out" | tr -s ' ')" "list header"
+assert_eq "ID ACTION STATUS WORKER ATTEMPT AGE RUN ERROR OR WAIT REASON" "$(head -n 1 <<<"$out" | tr -s ' ')" \
+    "list header"
 assert_eq "$id3 $id2 $id" "$(awk 'NR > 1 { printf "%s%s", sep, $1; sep = " " }' <<<"$out")" "list order"
 assert_contains "$(grep "^$id " <<<"$out")" "w-1.a"
+assert_contains "$(grep "^$id " <<<"$out")" "Worker queue TTL expired"
 assert_contains "$(grep "^$id2 " <<<"$out")" "requested"
 assert_eq "$id" "$("${W[@]}" list --status failed | awk 'NR > 1 { print $1 }')" "list --status failed"
 assert_eq "" "$("${W[@]}" list --status abandoned | awk 'NR > 1')" "list --status abandoned"
