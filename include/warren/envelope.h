@@ -11,6 +11,10 @@
 
 #define ENVELOPE_MAX_BYTES (1024 * 1024)
 #define ENVELOPE_ID_MAX 128
+/* Nesting limit: values sit at most ENVELOPE_MAX_DEPTH - 1 containers deep (the envelope
+ * is the first container, its payload the second). */
+#define ENVELOPE_MAX_DEPTH 32
+#define ENVELOPE_VERSION 1
 
 typedef enum {
     MSG_UNKNOWN = 0,
@@ -36,8 +40,9 @@ typedef struct envelope {
     json_object *payload;         /* owned: released by envelope_free() */
 } envelope_t;
 
-/* Build an envelope around payload (takes ownership of payload). Caller frees the result
- * with free(); *len gets its length. NULL on OOM. */
+/* Build an envelope around payload (takes ownership of payload; NULL means {}). message_id
+ * NULL: a new one. Caller frees the result with free(); *len gets its length. NULL on OOM,
+ * for MSG_UNKNOWN, or when the text would exceed ENVELOPE_MAX_BYTES (peers would refuse it). */
 char *envelope_encode(msg_type_t type, const char *message_id, const char *correlation_id,
                       const char *source, int attempt, const char *trace_id,
                       json_object *payload, size_t *len);
@@ -50,11 +55,13 @@ typedef struct dispatch {
     int64_t execution_id;
     char worker_id[65];
     char action_ref[256];
-    json_object *params;          /* borrowed from the envelope payload */
-    int attempt;
-    int timeout_s;
+    json_object *params;          /* borrowed from the envelope payload; NULL when absent */
+    int attempt;                  /* >= 1; 1 when absent */
+    int timeout_s;                /* >= 0; 0 (absent) means the worker's default */
 } dispatch_t;
+/* execution_id may be a JSON integer or a string of digits (peers that send ids as text). */
 int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size_t errlen) WARN_UNUSED;
+/* A new object the caller owns (json_object_put); takes its own reference on d->params. */
 json_object *dispatch_to_payload(const dispatch_t *d);
 
 /* A new random message id (UUID v4 text) into buf of at least 37 bytes. */

@@ -1,0 +1,75 @@
+/* Unit tests for worker ids and the queue names and routing keys derived from them. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+#include "warren/topology.h"
+
+static void test_valid_ids(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"w", "7", "worker-1", "node_1.eu-west", "A.b.C", "a-", "a_",
+                                     "0123456789012345678901234567890123456789012345678901234567890123"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (!topo_worker_id_valid(ok[i]))
+            fail_msg("'%s' refused", ok[i]);
+}
+
+static void test_invalid_ids(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {
+        "", "-w", "_w", ".w", "w.", "a..b", "w*", "w#", "*", "#", "w/x", "w x", "w\tx", "w:1",
+        "w%2F", "caf\xc3\xa9", "w\n",
+        "01234567890123456789012345678901234567890123456789012345678901234", /* 65 */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (topo_worker_id_valid(bad[i]))
+            fail_msg("'%s' accepted", bad[i]);
+    assert_false(topo_worker_id_valid(NULL));
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    char buf[128];
+    assert_int_equal(topo_worker_queue("w1", buf, sizeof buf), 0);
+    assert_string_equal(buf, "worker.w1.executions");
+    assert_int_equal(topo_dispatch_key("node.eu-1", buf, sizeof buf), 0);
+    assert_string_equal(buf, "execution.dispatch.worker.node.eu-1");
+
+    /* Invalid ids never become names. */
+    assert_int_equal(topo_worker_queue("w#", buf, sizeof buf), -1);
+    assert_int_equal(topo_dispatch_key("", buf, sizeof buf), -1);
+
+    /* Too small a buffer is an error, not a truncated name. */
+    char small[sizeof "worker.w1.executions"];
+    assert_int_equal(topo_worker_queue("w1", small, sizeof small), 0);
+    assert_int_equal(topo_worker_queue("w12", small, sizeof small), -1);
+    assert_int_equal(topo_dispatch_key("w1", small, 10), -1);
+}
+
+/* The longest id still fits a queue name (AMQP short string, 255 bytes). */
+static void test_longest_id_fits(void **state)
+{
+    (void)state;
+    char id[WORKER_ID_MAX + 1];
+    memset(id, 'a', WORKER_ID_MAX);
+    id[WORKER_ID_MAX] = '\0';
+    char buf[256];
+    assert_int_equal(topo_worker_queue(id, buf, sizeof buf), 0);
+    assert_int_equal(strlen(buf), strlen("worker..executions") + WORKER_ID_MAX);
+    assert_int_equal(topo_dispatch_key(id, buf, sizeof buf), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_ids),
+        cmocka_unit_test(test_invalid_ids),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_longest_id_fits),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
