@@ -99,11 +99,8 @@ void consumer_subscribe_later(worker_t *w, int64_t delay_ms)
 {
     if (!w->ev_subscribe)
         w->ev_subscribe = evtimer_new(w->base, on_subscribe, w);
-    struct timeval tv = {.tv_sec = delay_ms / 1000, .tv_usec = (delay_ms % 1000) * 1000};
-    if (!w->ev_subscribe || evtimer_add(w->ev_subscribe, &tv) != 0) {
-        log_kv(LOG_ERROR, "cannot arm the subscribe timer", "worker", w->id, NULL);
-        worker_finish(w, EXIT_RUNTIME);
-    }
+    if (worker_arm(w->ev_subscribe, delay_ms) != 0)
+        worker_finish(w, EXIT_RUNTIME); /* it would never consume */
 }
 
 /* The consumer ended. After a cancel (ours, or the broker's when the queue was deleted) the

@@ -61,15 +61,16 @@ static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
     w->stats.duplicates++;
     if (x->running_reported) {
         log_kv(LOG_INFO, "dispatch of an execution already running here: acked, not run again",
-               "worker", w->id, "execution_id", id, "redelivered", d->redelivered ? "true" : "false",
-               NULL);
+               "worker", w->id, "execution_id", id, "redelivered",
+               d->redelivered ? "true" : "false", NULL);
         settle(w, d->delivery_tag, true, false, id);
     } else if (exec_add_tag(x, d->delivery_tag) != 0) {
         settle(w, d->delivery_tag, false, true, id); /* out of memory: let it come back */
     } else {
-        log_kv(LOG_INFO, "dispatch of an execution already here: acked once it is reported running",
-               "worker", w->id, "execution_id", id, "redelivered", d->redelivered ? "true" : "false",
-               NULL);
+        log_kv(LOG_INFO,
+               "dispatch of an execution already here: acked once it is reported running",
+               "worker", w->id, "execution_id", id, "redelivered",
+               d->redelivered ? "true" : "false", NULL);
     }
 }
 
@@ -104,7 +105,8 @@ static void accept_dispatch(worker_t *w, const mq_delivery_t *d, const envelope_
         duplicate(w, x, d);
     } else if (execs_recent(&w->execs, disp->execution_id, disp->attempt)) {
         w->stats.duplicates++;
-        log_kv(LOG_INFO, "dispatch of an execution this worker already finished: acked, not run again",
+        log_kv(LOG_INFO,
+               "dispatch of an execution this worker already finished: acked, not run again",
                "worker", w->id, "execution_id", id, NULL);
         settle(w, d->delivery_tag, true, false, id);
     } else if (hold(w, d, e, disp) != 0) {
@@ -200,13 +202,27 @@ static bool room_to_start(const worker_t *w)
            w->outbox.len + 2 * (running + 1) <= w->outbox.cap;
 }
 
+/* While reports fail nothing new starts: work whose status cannot reach the executor would
+ * only be wasted, and its dispatch stays safely unacked meanwhile. Failing means the outbox is
+ * waiting to retry (its timer kicks again), or the publisher's breaker is open, say from failed
+ * heartbeats (then the same timer is armed for when it admits a probe). */
+static bool reports_flow(worker_t *w)
+{
+    if (w->outbox.failing)
+        return false;
+    int64_t wait = breaker_retry_in_ms(mq_breaker(w->publisher), now_mono_ms());
+    if (wait <= 0)
+        return true;
+    if (!evtimer_pending(w->ev_retry, NULL))
+        (void)worker_arm(w->ev_retry, wait);
+    return false;
+}
+
 void intake_start_held(worker_t *w)
 {
     exec_t *x;
-    /* While reports fail nothing new starts: work whose status cannot reach the executor
-     * would only be wasted, and its dispatch stays safely unacked meanwhile. */
-    while (w->phase == PHASE_RUNNING && !w->outbox.failing && room_to_start(w) &&
-           (x = execs_first_held(&w->execs)) != NULL)
+    while (w->phase == PHASE_RUNNING && room_to_start(w) &&
+           (x = execs_first_held(&w->execs)) != NULL && reports_flow(w))
         start(w, x);
 }
 

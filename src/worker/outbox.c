@@ -95,6 +95,12 @@ int64_t outbox_failed(outbox_t *o, int64_t now_ms, int64_t min_ms, double unit_r
     return delay;
 }
 
+void outbox_defer(outbox_t *o, int64_t now_ms, int64_t delay_ms)
+{
+    o->failing = true;
+    o->retry_at_ms = now_ms + delay_ms;
+}
+
 void outbox_retry_now(outbox_t *o)
 {
     o->retry_at_ms = 0;

@@ -58,6 +58,9 @@ outbox_msg_t *outbox_pop(outbox_t *o);
  * never less than min_ms (e.g. the time until an open circuit breaker admits a probe).
  */
 int64_t outbox_failed(outbox_t *o, int64_t now_ms, int64_t min_ms, double unit_random);
+/* Nothing was tried (an open circuit breaker refused at once): wait delay_ms without counting
+ * a try or advancing the backoff. */
+void outbox_defer(outbox_t *o, int64_t now_ms, int64_t delay_ms);
 /* Something suggests the broker is back (a reconnect): try the head now, keeping the backoff
  * step for the case it fails again. */
 void outbox_retry_now(outbox_t *o);

@@ -86,7 +86,8 @@ static json_object *completion_payload(const report_completion_t *c, json_object
     json_object_object_add(p, "exit_code", json_object_new_int(c->exit_code));
     json_object_object_add(p, "signal", json_object_new_int(c->signal));
     json_object_object_add(p, "error", text_or_null(c->error));
-    json_object_object_add(p, "stderr_tail", json_object_new_string(c->stderr_tail ? c->stderr_tail : ""));
+    json_object_object_add(p, "stderr_tail",
+                           json_object_new_string(c->stderr_tail ? c->stderr_tail : ""));
     json_object_object_add(p, "truncated", json_object_new_boolean(truncated));
     json_object_object_add(p, "started_at", json_object_new_string(c->started_at));
     json_object_object_add(p, "ended_at", json_object_new_string(c->ended_at));
@@ -113,7 +114,8 @@ static char *encode_cut(const report_completion_t *c, const char *message_id, si
                       ? ENVELOPE_MAX_BYTES - base_len - OUTPUT_WRAPPER_BYTES
                       : 0;
     const char *text = c->result_json;
-    json_object *result = output_object(text, report_prefix_fitting(text, strlen(text), room), true);
+    size_t keep = report_prefix_fitting(text, strlen(text), room);
+    json_object *result = output_object(text, keep, true);
     return result ? encode_completion(c, message_id, result, true, len) : NULL;
 }
 

@@ -129,8 +129,15 @@ static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
     char id[24], ms[24], tries[16];
     int64_t now = now_mono_ms();
     int64_t wait = breaker_retry_in_ms(mq_breaker(w->publisher), now);
-    int64_t delay = outbox_failed(&w->outbox, now, wait, worker_random());
-    struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
+    int64_t delay;
+    if (status == MQ_ERR_BREAKER_OPEN) {
+        /* Nothing was sent: come back when the breaker admits a probe, quietly. */
+        delay = wait > 0 ? wait : 1;
+        outbox_defer(&w->outbox, now, delay);
+        (void)worker_arm(w->ev_retry, delay);
+        return;
+    }
+    delay = outbox_failed(&w->outbox, now, wait, worker_random());
     w->stats.publish_retries++;
     id_text(m->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, delay);
@@ -138,8 +145,7 @@ static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
     log_kv(LOG_WARN, "report not confirmed; retrying", "worker", w->id, "execution_id", id,
            "type", msg_type_name(m->type), "status", mq_status_name(status), "error",
            mq_last_error(w->publisher), "tries", tries, "retry_in_ms", ms, NULL);
-    if (evtimer_add(w->ev_retry, &tv) != 0)
-        log_kv(LOG_ERROR, "cannot arm the retry timer", "worker", w->id, NULL);
+    (void)worker_arm(w->ev_retry, delay);
 }
 
 void reporter_flush(worker_t *w)

@@ -26,7 +26,8 @@ double worker_random(void)
 
 static struct timeval ms_tv(int64_t ms)
 {
-    return (struct timeval){.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+    return (struct timeval){.tv_sec = (time_t)(ms / 1000),
+                            .tv_usec = (suseconds_t)(ms % 1000) * 1000};
 }
 
 static void stats_log(worker_t *w, const char *msg)
@@ -85,11 +86,13 @@ void worker_kick(worker_t *w)
     check_drained(w);
 }
 
-static void arm(struct event *ev, int64_t ms)
+int worker_arm(struct event *ev, int64_t ms)
 {
     struct timeval tv = ms_tv(ms);
-    if (evtimer_add(ev, &tv) != 0)
-        log_kv(LOG_ERROR, "cannot arm a timer", NULL);
+    if (ev && evtimer_add(ev, &tv) == 0)
+        return 0;
+    log_kv(LOG_ERROR, "cannot arm a timer", NULL);
+    return -1;
 }
 
 /* First the drain deadline: stop the handlers (their ends are still reported). Then, after
@@ -108,7 +111,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
             log_kv(LOG_WARN, "shutdown timeout: stopping the running handlers", "worker", w->id,
                    "running", running, NULL);
         runner_terminate_all(w->runner);
-        arm(w->ev_deadline, ((int64_t)w->o.runner.kill_grace_s + FLUSH_GRACE_S) * 1000);
+        int64_t grace_s = (int64_t)w->o.runner.kill_grace_s + FLUSH_GRACE_S;
+        (void)worker_arm(w->ev_deadline, grace_s * 1000);
         return;
     }
     log_kv(LOG_ERROR, "shutdown: gave up waiting", "worker", w->id, "running", running,
@@ -126,7 +130,7 @@ static void drain(worker_t *w, const char *signal_name)
     w->phase = PHASE_DRAINING;
     intake_requeue_held(w);
     reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
-    arm(w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
+    (void)worker_arm(w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
     consumer_cancel(w); /* requeues what arrives meanwhile; may already finish the drain */
     worker_kick(w);
 }

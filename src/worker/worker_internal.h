@@ -43,7 +43,7 @@ typedef struct worker {
     struct event_base *base;
     runner_t *runner;
     mq_client_t *consumer;           /* consumes (prefetch = max_concurrency), acks */
-    mq_client_t *publisher;          /* confirmed publishes, so confirm waits never read deliveries */
+    mq_client_t *publisher;          /* confirmed publishes: confirm waits never read deliveries */
     worker_phase_t phase;
     int exit_code;
     /* consuming */
@@ -71,6 +71,8 @@ typedef struct worker {
 void worker_kick(worker_t *w);
 /* Leave the loop with exit_code. */
 void worker_finish(worker_t *w, int exit_code);
+/* (Re)arm a one-shot timer for ms from now; -1 (logged) when libevent refuses. */
+int worker_arm(struct event *ev, int64_t ms);
 double worker_random(void);
 
 /* consumer.c */

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A worker keeps consuming whatever happens to its queue or broker: when its queue is deleted
-# (basic.cancel) it declares it again and consumes again; when the broker restarts it reconnects
-# with backoff, declares, consumes and announces itself again; each time a dispatch sent
-# afterwards is processed. Restarts the stack's RabbitMQ node: must not run in parallel with
+# (basic.cancel) it declares it again and consumes again; when the broker restarts it keeps its
+# handler running, reconnects with backoff, declares, consumes, announces itself again and
+# publishes the completion it held; each time a dispatch sent afterwards is processed. Restarts the stack's RabbitMQ node: must not run in parallel with
 # other tests.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
@@ -32,7 +32,11 @@ publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.echo '{"after":"delete"}'
 p=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$id")" 15 | jq -c .body.payload)
 assert_eq 'completed {"after":"delete"}' "$(jq -rc '"\(.status) \(.result | tojson)"' <<<"$p")" "processed after the queue came back"
 
-# 2. The broker restarts.
+# 2. The broker restarts while a handler runs: the handler goes on, and its completion, which
+# cannot be published while the broker is away, is retried and arrives after the restart.
+long=$((id + 2))
+publish_dispatch "$w" "$(dispatch_body "$long" "$w" core.sleep '{"seconds": 4}')"
+wait_msg "$TOPO_RESULTS" "$(is_status "$long")" >/dev/null
 stack rabbit-stop >/dev/null
 wait_log worker '"msg":"consumer lost; subscribing again".*"reason":"connection"' 20
 stack rabbit-start >/dev/null
@@ -45,6 +49,9 @@ publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.echo '{"after":"restart"}
 p=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$id")" 30 | jq -c .body.payload)
 assert_eq 'completed {"after":"restart"}' "$(jq -rc '"\(.status) \(.result | tojson)"' <<<"$p")" "processed after the restart"
 wait_msg "$TOPO_HEARTBEATS" "$(is_heartbeat "$w") and .body.timestamp > \"$restarted\"" 15 >/dev/null
+p=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$long")" 30 | jq -c .body.payload)
+assert_eq 'completed {"slept":4}' "$(jq -rc '"\(.status) \(.result | tojson)"' <<<"$p")" "ran through the restart"
+assert_contains "$(cat "$(bg_log worker)")" '"msg":"report confirmed after retrying"'
 
 stop_worker worker "$pid"
 assert_contains "$WORKER_STATS" '"resubscribes":"2"'

@@ -57,6 +57,11 @@ static void test_failure_waits_with_backoff(void **state)
     /* an open breaker's wait is longer: it wins */
     assert_int_equal(outbox_failed(&o, 1350, 5000, 0.0), 5000);
     assert_null(outbox_due(&o, 6349));
+    /* a refusal without a try (open breaker) waits, but counts nothing */
+    outbox_defer(&o, 1350, 40);
+    assert_int_equal(o.head->tries, 4);
+    assert_null(outbox_due(&o, 1389));
+    assert_non_null(outbox_due(&o, 1390));
     /* a reconnect: try now, but a failure continues the backoff where it was */
     outbox_retry_now(&o);
     assert_non_null(outbox_due(&o, 1400));

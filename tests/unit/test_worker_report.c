@@ -247,7 +247,8 @@ static void test_json_depth(void **state)
     assert_int_equal(report_json_depth("1"), 0);
     assert_int_equal(report_json_depth("{}"), 1);
     assert_int_equal(report_json_depth("{\"a\":[{}],\"b\":[]}"), 3);
-    assert_int_equal(report_json_depth("[\"[[[\\\"[[\"]"), 1); /* brackets in strings do not count */
+    /* brackets in strings, escaped quotes included, do not count */
+    assert_int_equal(report_json_depth("[\"[[[\\\"[[\"]"), 1);
 }
 
 static void test_heartbeat(void **state)
@@ -255,7 +256,8 @@ static void test_heartbeat(void **state)
     (void)state;
     json_object *caps = json_object_new_array();
     json_object_array_add(caps, json_object_new_string("core.echo"));
-    report_heartbeat_t h = {"w1", "stopping", caps, 4, 1, 10, "host-a", "1.2.3", "2024-01-02T03:04:05.000Z"};
+    report_heartbeat_t h = {"w1",     "stopping", caps,    4, 1, 10,
+                            "host-a", "1.2.3",    "2024-01-02T03:04:05.000Z"};
     size_t len = 0;
     char *body = report_heartbeat_body(&h, "m-6", &len);
     json_object_put(caps);
@@ -266,8 +268,8 @@ static void test_heartbeat(void **state)
     assert_string_equal(e.message_id, "m-6");
     assert_string_equal(str(e.payload, "worker_id"), "w1");
     assert_string_equal(str(e.payload, "status"), "stopping");
-    assert_string_equal(json_object_get_string(json_object_array_get_idx(field(e.payload, "capabilities"), 0)),
-                        "core.echo");
+    json_object *first = json_object_array_get_idx(field(e.payload, "capabilities"), 0);
+    assert_string_equal(json_object_get_string(first), "core.echo");
     assert_int_equal(num(e.payload, "capacity"), 4);
     assert_int_equal(num(e.payload, "running"), 1);
     assert_int_equal(num(e.payload, "heartbeat_interval_s"), 10);
