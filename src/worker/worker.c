@@ -131,7 +131,7 @@ static void drain(worker_t *w, const char *signal_name)
     intake_requeue_held(w);
     reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
     (void)worker_arm(w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
-    consumer_cancel(w); /* requeues what arrives meanwhile; may already finish the drain */
+    subscriber_cancel(w); /* requeues what arrives meanwhile; may already finish the drain */
     worker_kick(w);
 }
 
@@ -166,7 +166,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     worker_t *w = arg;
-    consumer_pump(w);
+    subscriber_pump(w);
     int rc = mq_pump(w->publisher);
     (void)rc; /* heartbeats and late frames; a loss shows at the next publish */
 }
@@ -316,7 +316,7 @@ int worker_run(const worker_opts_t *opts)
         log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue,
                "max_concurrency", n, "handlers_dir", opts->runner.handlers_dir, "host", w->host,
                NULL);
-        consumer_subscribe_later(w, 0);
+        subscriber_start_later(w, 0);
         if (w->phase != PHASE_DONE)
             event_base_dispatch(w->base);
         rc = w->exit_code;

@@ -1,5 +1,5 @@
 /*
- * Private to the worker daemon (worker.c, consumer.c, intake.c, reporter.c): the worker struct
+ * Private to the worker daemon (worker.c, subscriber.c, intake.c, reporter.c): the worker struct
  * and the calls between its parts. Everything runs on the worker's one event loop thread.
  */
 #ifndef WARREN_WORKER_INTERNAL_H
@@ -75,15 +75,15 @@ void worker_finish(worker_t *w, int exit_code);
 int worker_arm(struct event *ev, int64_t ms);
 double worker_random(void);
 
-/* consumer.c */
+/* subscriber.c */
 /* (Re)subscribe after delay_ms: declare the topology, consume the worker queue. */
-void consumer_subscribe_later(worker_t *w, int64_t delay_ms);
+void subscriber_start_later(worker_t *w, int64_t delay_ms);
 /* Hand every delivery read so far to intake; notices a lost consumer. */
-void consumer_drain(worker_t *w);
+void subscriber_drain(worker_t *w);
 /* Shutdown: basic.cancel, then requeue whatever was delivered before the broker saw it. */
-void consumer_cancel(worker_t *w);
+void subscriber_cancel(worker_t *w);
 /* Service the consumer connection from the pump timer. */
-void consumer_pump(worker_t *w);
+void subscriber_pump(worker_t *w);
 
 /* intake.c */
 /* One delivery from the worker queue; frees it. */

@@ -36,8 +36,8 @@ bg_stop "$LOOP" || true
 
 lines=$(grep '^loop ' "$LOG")
 # Failures before the breaker opened: exactly failure_threshold (5) consecutive ones.
-first_open=$(grep -n 'breaker=open' <<<"$lines" | head -n 1 | cut -d: -f1)
-before=$(head -n "$first_open" <<<"$lines" | tac | awk '/status=ok/ { exit } { print }')
+first_open=$(grep -n -m1 'breaker=open' <<<"$lines" | cut -d: -f1)
+before=$(head -n "$first_open" <<<"$lines" | tac | awk 'stop { next } /status=ok/ { stop = 1; next } { print }')
 fails=$(grep -cE 'status=(connection|timeout)' <<<"$before" || true)
 assert_eq 5 "$fails" "failed calls up to the opening"
 assert_eq 0 "$(grep -c 'status=breaker_open' <<<"$before" || true)" "fast failures before the opening"
@@ -50,7 +50,7 @@ slow=$(calls_slower_than 100 <<<"$fast")
 [ -z "$slow" ] || fail "breaker_open calls took 100 ms or more: $slow"
 
 # Recovery: the first success is the half-open probe, the second closes the breaker.
-recovered=$(awk '/status=ok/ { seen++ } seen' <<<"$(tail -n +"$first_open" <<<"$lines")" | head -n 2)
+recovered=$(tail -n +"$first_open" <<<"$lines" | awk '/status=ok/ { seen++ } seen && n < 2 { print; n++ }')
 assert_contains "$(sed -n 1p <<<"$recovered")" "status=ok breaker=half_open"
 assert_contains "$(sed -n 2p <<<"$recovered")" "status=ok breaker=closed"
 # No call may have gone through while open except probes: a probe only starts >= 2 s after opening.

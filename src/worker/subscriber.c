@@ -1,4 +1,4 @@
-/* The worker's consuming side: declare and subscribe (again after any loss), drain deliveries. */
+/* The worker's subscription: declare and consume its queue, again after any loss; drain. */
 #include <stdio.h>
 #include "warren/log.h"
 #include "worker/worker_internal.h"
@@ -22,7 +22,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    consumer_drain(arg);
+    subscriber_drain(arg);
 }
 
 /* A fresh event for every subscription: after a reconnect the socket may reuse the old fd
@@ -79,7 +79,7 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
         snprintf(ms, sizeof ms, "%lld", (long long)(wait > delay ? wait : delay));
         log_kv(LOG_WARN, "cannot consume the worker queue; retrying", "worker", w->id, "queue",
                w->queue, "error", err, "retry_in_ms", ms, NULL);
-        consumer_subscribe_later(w, wait > delay ? wait : delay);
+        subscriber_start_later(w, wait > delay ? wait : delay);
         return;
     }
     backoff_reset(&w->subscribe_backoff);
@@ -92,10 +92,10 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
     /* An announce after every subscription: after a broker restart the executor may have
      * marked this worker stale. */
     reporter_heartbeat(w, "online");
-    consumer_drain(w); /* frames read during the declarations are already buffered */
+    subscriber_drain(w); /* frames read during the declarations are already buffered */
 }
 
-void consumer_subscribe_later(worker_t *w, int64_t delay_ms)
+void subscriber_start_later(worker_t *w, int64_t delay_ms)
 {
     if (!w->ev_subscribe)
         w->ev_subscribe = evtimer_new(w->base, on_subscribe, w);
@@ -106,7 +106,7 @@ void consumer_subscribe_later(worker_t *w, int64_t delay_ms)
 /* The consumer ended. After a cancel (ours, or the broker's when the queue was deleted) the
  * channel is still open and unacked deliveries can still be acked; after a channel or
  * connection loss the broker has requeued them all. */
-static void consumer_ended(worker_t *w, int status)
+static void subscriber_ended(worker_t *w, int status)
 {
     unwatch(w);
     if (status != MQ_ERR_CANCELLED)
@@ -120,21 +120,21 @@ static void consumer_ended(worker_t *w, int status)
     log_kv(LOG_WARN, "consumer lost; subscribing again", "worker", w->id, "queue", w->queue,
            "reason", mq_status_name(status), "error", mq_last_error(w->consumer), "retry_in_ms",
            ms, NULL);
-    consumer_subscribe_later(w, delay);
+    subscriber_start_later(w, delay);
 }
 
-void consumer_drain(worker_t *w)
+void subscriber_drain(worker_t *w)
 {
     mq_delivery_t *d;
     int rc = 0;
     while (w->consuming && (rc = mq_consume_next(w->consumer, 0, &d)) == 1)
         intake_delivery(w, d);
     if (w->consuming && rc < 0)
-        consumer_ended(w, rc);
+        subscriber_ended(w, rc);
     worker_kick(w);
 }
 
-void consumer_cancel(worker_t *w)
+void subscriber_cancel(worker_t *w)
 {
     char err[ERRBUF_SIZE] = "";
     if (w->ev_subscribe)
@@ -145,14 +145,14 @@ void consumer_cancel(worker_t *w)
     if (rc != MQ_OK)
         log_kv(LOG_WARN, "cancelling the consumer failed", "worker", w->id, "status",
                mq_status_name(rc), "error", err, NULL);
-    consumer_drain(w); /* deliveries sent before the cancel: requeued, since not RUNNING */
+    subscriber_drain(w); /* deliveries sent before the cancel: requeued, since not RUNNING */
 }
 
-void consumer_pump(worker_t *w)
+void subscriber_pump(worker_t *w)
 {
     if (w->consuming) {
         if (mq_pump(w->consumer) != 0)
-            consumer_drain(w);
+            subscriber_drain(w);
     } else if (mq_connected(w->consumer)) {
         /* Not consuming (draining, or between subscriptions): the connection still carries
          * acks for running executions, so keep its heartbeats going. */

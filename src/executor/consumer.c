@@ -1,0 +1,304 @@
+/* A consumed queue on the executor's loop: drain, commit a batch, ack it, retry on DB errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/consumer.h"
+#include "warren/log.h"
+
+#define RETRY_CAP_MS 30000
+/* Body bytes handled in one transaction (parameters are several times that). */
+#define BATCH_MAX_BYTES (8 * 1024 * 1024)
+#define SUBSCRIBE_LOG_EVERY_MS 30000
+
+static void on_readable(evutil_socket_t fd, short what, void *arg);
+static void on_retry(evutil_socket_t fd, short what, void *arg);
+static void drain(consumer_t *c);
+
+int consumer_init(consumer_t *c, const consumer_opts_t *o)
+{
+    memset(c, 0, sizeof *c);
+    c->name = o->name;
+    c->base = o->base;
+    c->handle = o->handle;
+    c->fallback = o->fallback;
+    c->ctx = o->ctx;
+    c->stats = o->stats;
+    c->fd = -1;
+    backoff_init(&c->retry_backoff, o->retry_delay_ms > 0 ? o->retry_delay_ms : 1000, RETRY_CAP_MS);
+    c->queue = strdup(o->queue);
+    c->mq = mq_new(o->mq);
+    c->retry_ev = evtimer_new(o->base, on_retry, c);
+    return c->queue && c->mq && c->retry_ev ? 0 : -1;
+}
+
+static void free_batch(consumer_t *c, size_t from)
+{
+    for (size_t i = from; i < c->n; i++)
+        mq_free_delivery(c->mq, c->batch[i]);
+    c->n = from;
+}
+
+static void unwatch(consumer_t *c)
+{
+    if (c->read_ev) {
+        event_del(c->read_ev);
+        event_free(c->read_ev);
+    }
+    c->read_ev = NULL;
+    c->fd = -1;
+}
+
+void consumer_free(consumer_t *c)
+{
+    unwatch(c);
+    if (c->retry_ev)
+        event_free(c->retry_ev);
+    if (c->mq)
+        free_batch(c, 0);
+    free(c->batch);
+    mq_destroy(c->mq);
+    free(c->queue);
+    memset(c, 0, sizeof *c);
+}
+
+size_t consumer_unacked(const consumer_t *c)
+{
+    return c->n;
+}
+
+/*
+ * Keep the read event in step with the client: a reconnect brings a new socket (perhaps with
+ * the old number), so the event is dropped whenever the connection or subscription is gone
+ * and made again for the new socket. Called after every call into the client.
+ */
+static void sync_watch(consumer_t *c)
+{
+    bool want = c->subscribed && mq_connected(c->mq) && !c->retry_pending;
+    int fd = want ? mq_fd(c->mq) : -1;
+    if (c->read_ev && (!want || fd != c->fd))
+        unwatch(c);
+    if (!want || c->read_ev)
+        return;
+    c->read_ev = event_new(c->base, fd, EV_READ | EV_PERSIST, on_readable, c);
+    if (!c->read_ev || event_add(c->read_ev, NULL) != 0) {
+        log_kv(LOG_ERROR, "cannot watch the consumer socket", "queue", c->queue, NULL);
+        unwatch(c);
+        return;
+    }
+    c->fd = fd;
+}
+
+/* The consumer is gone. After a connection or channel loss the broker requeues what we held,
+ * so those deliveries cannot be acked any more: drop them (they come back). */
+static void lost(consumer_t *c, int status)
+{
+    c->subscribed = false;
+    log_kv(LOG_WARN, "consumer lost; resubscribing", "queue", c->queue, "status",
+           mq_status_name(status), "error", mq_last_error(c->mq), NULL);
+    if (status != MQ_ERR_CANCELLED)
+        free_batch(c, 0);
+    sync_watch(c);
+}
+
+int consumer_start(consumer_t *c, char *err, size_t errlen)
+{
+    int rc = mq_consume(c->mq, c->queue, err, errlen);
+    c->subscribed = rc == MQ_OK;
+    sync_watch(c);
+    if (c->subscribed)
+        drain(c); /* the subscription may have brought deliveries already */
+    return c->subscribed ? 0 : -1;
+}
+
+static bool push(consumer_t *c, mq_delivery_t *d)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        mq_delivery_t **b = realloc(c->batch, cap * sizeof *b);
+        if (!b)
+            return false;
+        c->batch = b;
+        c->cap = cap;
+    }
+    c->batch[c->n++] = d;
+    return true;
+}
+
+/* Everything the client has buffered or can read now, appended to the batch. */
+static void read_available(consumer_t *c)
+{
+    for (;;) {
+        mq_delivery_t *d = NULL;
+        int r = mq_consume_next(c->mq, 0, &d);
+        if (r == 1 && push(c, d))
+            continue;
+        if (r == 1) { /* out of memory: leave it to the broker, it is redelivered */
+            log_kv(LOG_ERROR, "out of memory holding a delivery", "queue", c->queue, NULL);
+            mq_free_delivery(c->mq, d);
+            continue;
+        }
+        if (r < 0 && c->subscribed)
+            lost(c, r);
+        break;
+    }
+    sync_watch(c);
+}
+
+static void ack(consumer_t *c, uint64_t tag, bool multiple)
+{
+    if (mq_ack(c->mq, tag, multiple) != MQ_OK) {
+        /* Committed but not acked: the broker redelivers, and the handlers are idempotent
+         * (attempt-fenced CAS, dead_letters dedup_key), so the redelivery changes nothing. */
+        c->stats->acks_failed++;
+        log_kv(LOG_WARN, "ack after commit failed; the redelivery will be a no-op", "queue",
+               c->queue, "error", mq_last_error(c->mq), NULL);
+    }
+    sync_watch(c);
+}
+
+static void schedule_retry(consumer_t *c)
+{
+    int64_t delay = backoff_next(&c->retry_backoff, 0.5 + (double)random() / RAND_MAX / 2);
+    struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
+    char ms[24], held[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)delay);
+    snprintf(held, sizeof held, "%zu", c->n);
+    log_kv(LOG_WARN, "batch kept unacked; retrying later", "queue", c->queue, "retry_in_ms", ms,
+           "unacked", held, NULL);
+    c->stats->batches_retried++;
+    c->retry_pending = true;
+    evtimer_add(c->retry_ev, &tv);
+    sync_watch(c);
+}
+
+/* Free and remove the first k deliveries of the batch. */
+static void drop_front(consumer_t *c, size_t k)
+{
+    for (size_t i = 0; i < k; i++)
+        mq_free_delivery(c->mq, c->batch[i]);
+    memmove(c->batch, c->batch + k, (c->n - k) * sizeof *c->batch);
+    c->n -= k;
+}
+
+/* One message at a time after the database refused a batch; the fallback stores a message its
+ * handler still cannot. Returns false when the database went away (retry later). */
+static bool handle_isolated(consumer_t *c)
+{
+    while (c->n > 0) {
+        mq_delivery_t *d = c->batch[0];
+        dbc_result_t r = c->handle(c->ctx, c->batch, 1);
+        if (r == DBC_FAILED) {
+            log_kv(LOG_ERROR, "message refused by the database; storing it raw", "queue", c->queue,
+                   "message_id", d->message_id ? d->message_id : "", NULL);
+            r = c->fallback(c->ctx, d, c->queue);
+        }
+        if (r != DBC_OK)
+            return false;
+        ack(c, d->delivery_tag, false);
+        drop_front(c, 1);
+    }
+    c->isolate = false;
+    return true;
+}
+
+/* How many deliveries from the front go into one transaction: all of them, unless their bodies
+ * add up to more than BATCH_MAX_BYTES (dead letters can be 1 MiB each). At least one. */
+static size_t chunk(const consumer_t *c)
+{
+    size_t k = 1, bytes = c->batch[0]->body_len;
+    while (k < c->n && bytes + c->batch[k]->body_len <= BATCH_MAX_BYTES)
+        bytes += c->batch[k++]->body_len;
+    return k;
+}
+
+static void handle_batch(consumer_t *c)
+{
+    while (c->n > 0 && !c->isolate) {
+        size_t k = chunk(c);
+        char size[24];
+        snprintf(size, sizeof size, "%zu", k);
+        log_kv(LOG_DEBUG, "batch", "queue", c->queue, "size", size, NULL);
+        dbc_result_t r = c->handle(c->ctx, c->batch, k);
+        if (r == DBC_UNAVAILABLE) {
+            schedule_retry(c);
+            return;
+        }
+        if (r == DBC_FAILED) {
+            c->isolate = true;
+            break;
+        }
+        ack(c, c->batch[k - 1]->delivery_tag, true);
+        drop_front(c, k);
+    }
+    if (c->isolate && !handle_isolated(c)) {
+        schedule_retry(c);
+        return;
+    }
+    backoff_reset(&c->retry_backoff);
+}
+
+static void drain(consumer_t *c)
+{
+    if (c->retry_pending)
+        return;
+    read_available(c);
+    handle_batch(c);
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    drain(arg);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    consumer_t *c = arg;
+    c->retry_pending = false;
+    drain(c);
+}
+
+static void resubscribe(consumer_t *c)
+{
+    char err[ERRBUF_SIZE];
+    if (consumer_start(c, err, sizeof err) == 0) {
+        log_kv(LOG_INFO, "consumer resubscribed", "queue", c->queue, NULL);
+        return;
+    }
+    int64_t now = now_mono_ms();
+    if (now >= c->next_subscribe_log_ms) { /* the broker may be down for a while */
+        log_kv(LOG_WARN, "resubscribe failed; retrying", "queue", c->queue, "error", err, NULL);
+        c->next_subscribe_log_ms = now + SUBSCRIBE_LOG_EVERY_MS;
+    }
+}
+
+void consumer_pump(consumer_t *c)
+{
+    if (!c->subscribed) {
+        resubscribe(c);
+        return;
+    }
+    int r = mq_pump(c->mq);
+    if (r < 0)
+        lost(c, r);
+    else if (r > 0)
+        drain(c);
+    sync_watch(c);
+}
+
+void consumer_finish(consumer_t *c)
+{
+    if (c->subscribed && !c->retry_pending)
+        drain(c);
+    if (c->n > 0) {
+        char held[24];
+        snprintf(held, sizeof held, "%zu", c->n);
+        log_kv(LOG_WARN, "leaving unacked deliveries to the broker", "queue", c->queue, "unacked",
+               held, NULL);
+    }
+    evtimer_del(c->retry_ev);
+    unwatch(c);
+}

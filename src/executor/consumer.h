@@ -1,0 +1,68 @@
+/*
+ * One queue the executor consumes, on its own MessageClient, driven by the event loop: the
+ * socket as a read event, deliveries drained into a batch, the batch handed to a handler that
+ * commits it in one transaction, then acked in one go. A database outage keeps the batch
+ * unacked and retries it after a delay; a batch the database refuses is retried one message at
+ * a time, and a single message it still refuses is stored raw by the fallback. Nothing is
+ * acked before it is committed, and nothing is acked without being stored.
+ */
+#ifndef WARREN_EXECUTOR_CONSUMER_H
+#define WARREN_EXECUTOR_CONSUMER_H
+
+#include <event2/event.h>
+#include "executor/dbconn.h"
+#include "executor/stats.h"
+#include "warren/backoff.h"
+#include "warren/mq.h"
+
+/* Apply deliveries[0..n) in one transaction. */
+typedef dbc_result_t (*consumer_batch_fn)(void *ctx, mq_delivery_t *const *deliveries, size_t n);
+/* Store one delivery consumed from queue raw (dead_letters, reason store_error) when its
+ * handler keeps failing. */
+typedef dbc_result_t (*consumer_fallback_fn)(void *ctx, const mq_delivery_t *d, const char *queue);
+
+typedef struct consumer {
+    const char *name;             /* "results", "heartbeats", "dead-letters": for logs */
+    char *queue;
+    mq_client_t *mq;              /* owned */
+    struct event_base *base;      /* borrowed */
+    struct event *read_ev;        /* on the client's socket while consuming */
+    int fd;
+    struct event *retry_ev;       /* timer: retry a batch after a database error */
+    mq_delivery_t **batch;        /* read, not yet committed and acked */
+    size_t n, cap;
+    bool subscribed;
+    bool retry_pending;
+    bool isolate;                 /* the database refused a batch: one message at a time */
+    backoff_t retry_backoff;
+    consumer_batch_fn handle;
+    consumer_fallback_fn fallback;
+    void *ctx;
+    exec_stats_t *stats;
+    int64_t next_subscribe_log_ms;
+} consumer_t;
+
+typedef struct consumer_opts {
+    const char *name, *queue;
+    const mq_options_t *mq;
+    struct event_base *base;
+    int retry_delay_ms;           /* first retry delay after a database error; doubles to 30 s */
+    consumer_batch_fn handle;
+    consumer_fallback_fn fallback;
+    void *ctx;
+    exec_stats_t *stats;
+} consumer_opts_t;
+
+/* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker. */
+int consumer_init(consumer_t *c, const consumer_opts_t *o) WARN_UNUSED;
+void consumer_free(consumer_t *c);
+/* Subscribe (connecting if needed) and watch the socket; -1 with err when it cannot. */
+int consumer_start(consumer_t *c, char *err, size_t errlen) WARN_UNUSED;
+/* From the pump timer: heartbeats, deliveries the library buffered, resubscribing when lost. */
+void consumer_pump(consumer_t *c);
+/* Shutdown: handle what is already read or buffered (no waiting), then stop watching. */
+void consumer_finish(consumer_t *c);
+/* Deliveries read but not yet acked (kept for a retry, or in the batch being handled). */
+size_t consumer_unacked(const consumer_t *c);
+
+#endif

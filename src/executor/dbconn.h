@@ -1,0 +1,43 @@
+/*
+ * The executor's one PostgreSQL connection: connect lazily, reconnect with backoff after a
+ * loss, and run a unit of work inside BEGIN/COMMIT. Blocking libpq calls, bounded by the
+ * server; the executor's loop waits for them (one connection, short statements).
+ */
+#ifndef WARREN_EXECUTOR_DBCONN_H
+#define WARREN_EXECUTOR_DBCONN_H
+
+#include <libpq-fe.h>
+#include "warren/backoff.h"
+#include "warren/common.h"
+
+typedef struct dbconn {
+    char *url;
+    int connect_timeout_s;
+    PGconn *conn;          /* NULL while down */
+    backoff_t backoff;
+    int64_t next_try_ms;   /* no reconnect before this (monotonic) */
+    bool down_logged;      /* "database unavailable" once per outage */
+    uint64_t errors;       /* failed transactions, for the stats line */
+    uint64_t reconnects;
+} dbconn_t;
+
+/* Copies url. Free with dbc_free(), which also closes the connection. */
+int dbc_init(dbconn_t *d, const char *url, int connect_timeout_s) WARN_UNUSED;
+void dbc_free(dbconn_t *d);
+/* The connection, reconnecting when allowed; NULL while the database is unavailable. */
+PGconn *dbc_get(dbconn_t *d);
+
+/* The work of one transaction: statements on db; 0 to commit, -1 (err filled) to roll back. */
+typedef int (*dbc_work_fn)(PGconn *db, void *arg, char *err, size_t errlen);
+
+typedef enum {
+    DBC_OK = 0,
+    DBC_UNAVAILABLE,  /* no connection, or it was lost: retry later, same input */
+    DBC_FAILED,       /* the statements failed on a live connection: the input may be at fault */
+} dbc_result_t;
+
+/* BEGIN, work, COMMIT. On failure rolls back, logs `what` with the error, and drops a lost
+ * connection so the next call reconnects. */
+dbc_result_t dbc_transaction(dbconn_t *d, const char *what, dbc_work_fn work, void *arg);
+
+#endif

@@ -1,0 +1,335 @@
+/*
+ * The dead-letter handler: every message in the dead-letter queue becomes a dead_letters row,
+ * and a dispatch that expired (or was rejected) in a worker queue fails its execution — both
+ * in one transaction, acked only after COMMIT. Messages it cannot read are stored raw.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/dlstore.h"
+#include "executor/executor.h"
+#include "executor/headers.h"
+#include "executor/inmsg.h"
+#include "executor/pgtext.h"
+#include "executor/transitions.h"
+#include "warren/db.h"
+#include "warren/envelope.h"
+#include "warren/log.h"
+
+#define TTL_EXPIRED_ERROR "Worker queue TTL expired"
+
+/* One dead letter on its way to a row. */
+typedef struct dlq_item {
+    inmsg_t in;                  /* reason: the dead_letters reason, whatever the outcome */
+    xdeath_t xd;
+    json_object *headers;
+    dispatch_t disp;
+    bool needs_row;              /* a well-formed dispatch: look its execution up */
+    /* from the database */
+    char *snapshot;
+    bool fail_execution;
+    char expected_status[16];
+    char *result;                /* JSON text for the failed execution */
+} dlq_item_t;
+
+/* What can be known without the database: parse errors, wrong types, missing ids. */
+static void classify(dlq_item_t *it, const mq_delivery_t *d)
+{
+    char err[ERRBUF_SIZE];
+    if (inmsg_open(&it->in, d) != 0)
+        return;
+    if (it->in.env.type != MSG_EXECUTION_REQUESTED) {
+        inmsg_reject(&it->in, "unknown_type", "message type '%s' is not a dispatch (ExecutionRequested)",
+                   it->in.env.type_name);
+        return;
+    }
+    if (!json_object_object_get_ex(it->in.env.payload, "execution_id", NULL)) {
+        inmsg_reject(&it->in, "missing_execution_id", "%s", "the dispatch payload has no execution_id");
+        return;
+    }
+    if (dispatch_from_payload(it->in.env.payload, &it->disp, err, sizeof err) != 0) {
+        inmsg_reject(&it->in, "parse_error", "%s", err);
+        return;
+    }
+    it->needs_row = true;
+}
+
+/* The broker's reason for dead-lettering, as a dead_letters reason word. */
+static const char *broker_reason(const dlq_item_t *it)
+{
+    if (it->xd.present && dlrec_reason_valid(it->xd.reason))
+        return it->xd.reason;
+    return "dead_lettered";
+}
+
+/* The failed execution's result: what happened, where, and the broker's own record. */
+static char *failure_result(const dlq_item_t *it, const char *error)
+{
+    char when[40], message[600];
+    hdr_format_time(it->xd.time_s ? it->xd.time_s : now_wall_ms() / 1000, when, sizeof when);
+    const char *queue = it->xd.queue[0] ? it->xd.queue : "its worker queue";
+    if (!strcmp(broker_reason(it), "expired"))
+        snprintf(message, sizeof message,
+                 "The dispatch to worker %s waited in %s longer than the queue's TTL without being "
+                 "consumed (is the worker running?); the broker dead-lettered it.",
+                 it->disp.worker_id, queue);
+    else
+        snprintf(message, sizeof message, "The broker dead-lettered the dispatch to worker %s "
+                 "from %s (reason: %s).", it->disp.worker_id, queue, broker_reason(it));
+    json_object *r = json_object_new_object();
+    json_object_object_add(r, "error", json_object_new_string(error));
+    json_object_object_add(r, "message", json_object_new_string(message));
+    json_object_object_add(r, "worker", json_object_new_string(it->disp.worker_id));
+    json_object_object_add(r, "attempt", json_object_new_int(it->disp.attempt));
+    json_object_object_add(r, !strcmp(broker_reason(it), "expired") ? "expired_at"
+                                                                      : "dead_lettered_at",
+                           json_object_new_string(when));
+    json_object_object_add(r, "x_death", hdr_x_death_json(&it->in.d->headers));
+    char *text = strdup(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
+    json_object_put(r);
+    return text;
+}
+
+static const char *failure_error(const dlq_item_t *it)
+{
+    return !strcmp(broker_reason(it), "expired") ? TTL_EXPIRED_ERROR
+                                                  : "Dispatch dead-lettered by the broker";
+}
+
+/* The executions the batch names, locked for the rest of the transaction. */
+static int load_rows(PGconn *db, dlq_item_t *items, size_t n, PGresult **out, char *err,
+                     size_t errlen)
+{
+    pgarr_t ids;
+    pgarr_init(&ids);
+    for (size_t i = 0; i < n; i++)
+        if (items[i].needs_row)
+            pgarr_add_int(&ids, items[i].disp.execution_id);
+    const char *params[] = {pgarr_text(&ids)};
+    int rc = params[0] ? db_exec(db,
+                                 "SELECT id, status, attempt, row_to_json(e)::text FROM executions e"
+                                 " WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                                 1, params, out, err, errlen)
+                       : -1;
+    if (!params[0])
+        snprintf(err, errlen, "out of memory");
+    pgarr_free(&ids);
+    return rc;
+}
+
+static int find_row(PGresult *rows, int64_t id)
+{
+    for (int r = 0; r < PQntuples(rows); r++)
+        if (strtoll(PQgetvalue(rows, r, 0), NULL, 10) == id)
+            return r;
+    return -1;
+}
+
+/* Decide each dispatch against its row. Several dead letters for one execution in a batch
+ * are decided in order against the row as the earlier ones left it. */
+static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[16])
+{
+    for (int r = 0; r < PQntuples(rows); r++)
+        snprintf(status[r], 16, "%s", PQgetvalue(rows, r, 1));
+    for (size_t i = 0; i < n; i++) {
+        dlq_item_t *it = &items[i];
+        if (!it->needs_row)
+            continue;
+        int r = find_row(rows, it->disp.execution_id);
+        exec_status_t st;
+        if (r < 0) {
+            inmsg_reject(&it->in, "execution_missing", "execution %" PRId64 " does not exist",
+                       it->disp.execution_id);
+            continue;
+        }
+        it->snapshot = strdup(PQgetvalue(rows, r, 3));
+        int attempt = atoi(PQgetvalue(rows, r, 2));
+        if (trans_status_parse(status[r], &st) != 0 || trans_is_terminal(st)) {
+            inmsg_reject(&it->in, "execution_terminal", "the execution is already %s", status[r]);
+        } else if (attempt != it->disp.attempt) {
+            inmsg_reject(&it->in, "stale_attempt", "dispatch of attempt %d; the execution is on attempt %d",
+                       it->disp.attempt, attempt);
+        } else if (!trans_legal(st, EXEC_FAILED)) {
+            inmsg_reject(&it->in, "status_conflict", "the execution is %s, which cannot become failed",
+                       status[r]);
+        } else {
+            snprintf(it->in.reason, sizeof it->in.reason, "%s", broker_reason(it));
+            it->fail_execution = true;
+            snprintf(it->expected_status, sizeof it->expected_status, "%s", status[r]);
+            snprintf(status[r], 16, "failed");
+            it->result = failure_result(it, failure_error(it));
+        }
+    }
+}
+
+/* One CAS for every execution the batch fails, fenced by status and attempt. */
+static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t *st, char *err,
+                           size_t errlen)
+{
+    pgarr_t a[5];
+    for (int k = 0; k < 5; k++)
+        pgarr_init(&a[k]);
+    size_t want = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!items[i].fail_execution)
+            continue;
+        pgarr_add_int(&a[0], items[i].disp.execution_id);
+        pgarr_add_int(&a[1], items[i].disp.attempt);
+        pgarr_add(&a[2], items[i].expected_status);
+        pgarr_add(&a[3], failure_error(&items[i]));
+        pgarr_add(&a[4], items[i].result);
+        want++;
+    }
+    char sources[256];
+    int rc = 0;
+    if (want > 0) {
+        PGresult *res = NULL;
+        const char *params[6] = {pgarr_text(&a[0]), pgarr_text(&a[1]), pgarr_text(&a[2]),
+                                 pgarr_text(&a[3]), pgarr_text(&a[4]), sources};
+        rc = trans_sources_literal(EXEC_FAILED, sources, sizeof sources);
+        for (int k = 0; k < 5 && rc == 0; k++)
+            if (!params[k])
+                rc = -1;
+        if (rc == 0)
+            rc = db_exec(db,
+                         "UPDATE executions e SET status = 'failed', error = u.error,"
+                         " result = u.result::jsonb, wait_reason = NULL"
+                         " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[])"
+                         " AS u(id, attempt, expected, error, result)"
+                         " WHERE e.id = u.id AND e.attempt = u.attempt AND e.status = u.expected"
+                         " AND e.status = ANY($6::text[]) RETURNING e.id",
+                         6, params, &res, err, errlen);
+        else
+            snprintf(err, errlen, "out of memory");
+        if (rc == 0)
+            st->dlq_failed_executions += (uint64_t)PQntuples(res);
+        PQclear(res);
+    }
+    for (int k = 0; k < 5; k++)
+        pgarr_free(&a[k]);
+    return rc;
+}
+
+typedef struct dlq_batch {
+    executor_t *x;
+    dlq_item_t *items;
+    size_t n;
+    exec_stats_t counts;         /* this transaction's counts, merged after COMMIT */
+} dlq_batch_t;
+
+static void build_record(dl_record_t *rec, const dlq_item_t *it, const char *queue)
+{
+    dlrec_from_delivery(rec, it->in.d, &it->xd, it->headers, queue);
+    rec->reason = it->in.reason;
+    rec->error = it->in.error[0] ? it->in.error : NULL;
+    rec->snapshot = it->snapshot;
+    dlrec_from_envelope(rec, it->in.env_ok ? &it->in.env : NULL);
+    if (it->needs_row) {
+        rec->has_execution_id = true;
+        rec->execution_id = it->disp.execution_id;
+    }
+}
+
+static int dlq_work(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    dlq_batch_t *b = arg;
+    PGresult *rows = NULL;
+    memset(&b->counts, 0, sizeof b->counts);
+    if (load_rows(db, b->items, b->n, &rows, err, errlen) != 0)
+        return -1;
+    char(*status)[16] = calloc((size_t)PQntuples(rows) + 1, sizeof *status);
+    dl_record_t *recs = calloc(b->n, sizeof *recs);
+    int rc = -1;
+    if (status && recs) {
+        decide(b->items, b->n, rows, status);
+        for (size_t i = 0; i < b->n; i++)
+            build_record(&recs[i], &b->items[i], b->x->p.dlq_queue);
+        rc = fail_executions(db, b->items, b->n, &b->counts, err, errlen);
+        if (rc == 0)
+            rc = dlstore_insert(db, recs, b->n, &b->counts, err, errlen);
+    } else {
+        snprintf(err, errlen, "out of memory");
+    }
+    free(status);
+    free(recs);
+    PQclear(rows);
+    return rc;
+}
+
+static void reset_decisions(dlq_item_t *items, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(items[i].snapshot);
+        free(items[i].result);
+        items[i].snapshot = items[i].result = NULL;
+        items[i].fail_execution = false;
+    }
+}
+
+static void log_item(const dlq_item_t *it)
+{
+    char id[24] = "";
+    if (it->needs_row)
+        snprintf(id, sizeof id, "%" PRId64, it->disp.execution_id);
+    if (it->fail_execution)
+        log_kv(LOG_INFO, "execution failed: its dispatch was dead-lettered", "execution_id", id,
+               "worker", it->disp.worker_id, "queue", it->xd.queue, "reason", it->in.reason, NULL);
+    else
+        log_kv(LOG_WARN, "dead letter stored", "reason", it->in.reason, "execution_id", id,
+               "queue", it->xd.queue, "error", it->in.error, NULL);
+}
+
+dbc_result_t dlq_handle(void *ctx, mq_delivery_t *const *d, size_t n)
+{
+    executor_t *x = ctx;
+    dlq_batch_t b = {.x = x, .n = n, .items = calloc(n, sizeof(dlq_item_t))};
+    if (!b.items)
+        return DBC_UNAVAILABLE;
+    for (size_t i = 0; i < n; i++) {
+        hdr_first_death(&d[i]->headers, &b.items[i].xd);
+        b.items[i].headers = hdr_to_json(&d[i]->headers);
+        classify(&b.items[i], d[i]);
+    }
+    dbc_result_t r = dbc_transaction(&x->db, "storing dead letters", dlq_work, &b);
+    if (r == DBC_OK) {
+        stats_merge(&x->stats, &b.counts);
+        for (size_t i = 0; i < n; i++)
+            log_item(&b.items[i]);
+    }
+    reset_decisions(b.items, n);
+    for (size_t i = 0; i < n; i++) {
+        inmsg_close(&b.items[i].in);
+        json_object_put(b.items[i].headers);
+    }
+    free(b.items);
+    return r;
+}
+
+typedef struct raw_store {
+    const dl_record_t *rec;
+    exec_stats_t counts;
+} raw_store_t;
+
+static int raw_work(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    raw_store_t *s = arg;
+    memset(&s->counts, 0, sizeof s->counts);
+    return dlstore_insert(db, s->rec, 1, &s->counts, err, errlen);
+}
+
+dbc_result_t dlq_store_raw(void *ctx, const mq_delivery_t *d, const char *queue)
+{
+    executor_t *x = ctx;
+    dl_record_t rec;
+    /* Nothing derived from the content: only what the database cannot refuse. */
+    dlrec_from_delivery(&rec, d, NULL, NULL, queue);
+    snprintf(rec.dedup_suffix, sizeof rec.dedup_suffix, "/%s/store_error", queue);
+    rec.reason = "store_error";
+    rec.error = "the database refused this message's record; stored raw without headers";
+    raw_store_t s = {.rec = &rec};
+    dbc_result_t r = dbc_transaction(&x->db, "storing a message raw", raw_work, &s);
+    if (r == DBC_OK)
+        stats_merge(&x->stats, &s.counts);
+    return r;
+}

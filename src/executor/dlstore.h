@@ -1,0 +1,64 @@
+/*
+ * Writing dead_letters rows: one batched INSERT ... ON CONFLICT (dedup_key) DO NOTHING for any
+ * number of records, shared by the dead-letter handler, the result and heartbeat consumers
+ * (malformed messages) and the timeout monitor's SQL (same columns, same dedup rule).
+ */
+#ifndef WARREN_EXECUTOR_DLSTORE_H
+#define WARREN_EXECUTOR_DLSTORE_H
+
+#include <json-c/json.h>
+#include <libpq-fe.h>
+#include "executor/headers.h"
+#include "executor/inmsg.h"
+#include "executor/stats.h"
+#include "warren/envelope.h"
+#include "warren/mq.h"
+
+/*
+ * One row. Strings are copied and cleaned (valid UTF-8, no NUL) when inserted, so they may
+ * come straight from a delivery. The dedup key is dedup_id (or "sha256:<hex of body>" when
+ * NULL) followed by dedup_suffix, per docs/schema.md.
+ */
+typedef struct dl_record {
+    const char *reason;           /* a word matching ^[a-z][a-z0-9_]{0,63}$ */
+    bool has_execution_id;
+    int64_t execution_id;
+    const char *routing_key, *exchange, *queue;
+    const char *message_id, *message_type;
+    json_object *headers;         /* borrowed; NULL: {} */
+    const void *body;
+    size_t body_len;
+    const char *error;
+    const char *snapshot;         /* JSON text of the execution row, or NULL */
+    const char *dedup_id;
+    char dedup_suffix[400];
+} dl_record_t;
+
+/*
+ * Fill the common fields from a delivery: body, headers, routing key, exchange and queue
+ * (from x-death when present), message id and type (AMQP properties, else envelope_id/type
+ * when given). The record borrows from d and headers (which the caller creates with
+ * hdr_to_json and puts afterwards). reason is set by the caller.
+ */
+void dlrec_from_delivery(dl_record_t *r, const mq_delivery_t *d, const xdeath_t *xd,
+                         json_object *headers, const char *consumed_from);
+
+/* Take message id and type from the envelope when the AMQP properties had none. */
+void dlrec_from_envelope(dl_record_t *r, const envelope_t *env);
+
+/* True for a word fit for dead_letters.reason. */
+bool dlrec_reason_valid(const char *reason);
+
+/* Insert n records in one statement; counts rows per reason into stats and redeliveries
+ * (rows already there) into stats->dead_letter_duplicates. 0, or -1 with err. */
+int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, exec_stats_t *stats,
+                   char *err, size_t errlen) WARN_UNUSED;
+
+/*
+ * Store the unusable ones (reason set) among n messages, each the first member of an element
+ * `stride` bytes apart from the next, consumed from `queue`, in one insert.
+ */
+int dlstore_unusable(PGconn *db, const void *first, size_t n, size_t stride, const char *queue,
+                     exec_stats_t *stats, char *err, size_t errlen) WARN_UNUSED;
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * The worker registry: WorkerHeartbeat messages (announce, heartbeat, stopping) upserted into
+ * workers, one statement per drained batch, the latest heartbeat per worker winning. Liveness
+ * is not stored: readers compare last_heartbeat with the worker's own interval.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "executor/dlstore.h"
+#include "executor/executor.h"
+#include "executor/inmsg.h"
+#include "executor/msgfields.h"
+#include "executor/pgtext.h"
+#include "warren/db.h"
+#include "warren/envelope.h"
+#include "warren/log.h"
+#include "warren/topology.h"
+
+#define MAX_CAPABILITIES 1024
+#define MAX_TEXT 255
+
+typedef struct heartbeat {
+    inmsg_t in;                  /* first: dlstore_unusable reads it */
+    const char *worker_id, *status, *host, *version, *started_at;  /* borrowed from env */
+    int64_t capacity, running, interval_s;
+    pgarr_t capabilities;        /* the text[] literal */
+    bool superseded;             /* a later heartbeat of the same worker is in the batch */
+} heartbeat_t;
+
+/* "YYYY-MM-DDTHH:MM:SS[.frac](Z|+00:00)" naming a real instant, so the timestamptz cast
+ * cannot fail (one bad heartbeat must not sink the batch). */
+static bool timestamp_valid(const char *s)
+{
+    struct tm tm = {0};
+    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end)
+        return false;
+    if (*end == '.') {
+        size_t digits = strspn(end + 1, "0123456789");
+        if (digits == 0 || digits > 9)
+            return false;
+        end += 1 + digits;
+    }
+    if (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0)
+        return false;
+    struct tm check = tm;
+    time_t t = timegm(&check);
+    return t != (time_t)-1 && check.tm_mday == tm.tm_mday && check.tm_mon == tm.tm_mon &&
+           tm.tm_year >= -1900 + 1 && tm.tm_year <= 9999 - 1900;
+}
+
+static int parse_capabilities(heartbeat_t *h, json_object *payload)
+{
+    json_object *caps = NULL;
+    pgarr_init(&h->capabilities);
+    if (!json_object_object_get_ex(payload, "capabilities", &caps) ||
+        !json_object_is_type(caps, json_type_array))
+        return inmsg_reject(&h->in, "parse_error",
+                            "field 'capabilities' must be an array of action names");
+    size_t n = json_object_array_length(caps);
+    if (n > MAX_CAPABILITIES)
+        return inmsg_reject(&h->in, "parse_error", "field 'capabilities' lists too many actions");
+    for (size_t i = 0; i < n; i++) {
+        json_object *c = json_object_array_get_idx(caps, i);
+        const char *s = json_object_is_type(c, json_type_string) ? json_object_get_string(c) : NULL;
+        size_t len = s ? (size_t)json_object_get_string_len(c) : 0;
+        if (!s || len == 0 || len > MAX_TEXT || strlen(s) != len || !pgtext_is_clean(s, len))
+            return inmsg_reject(&h->in, "parse_error",
+                                "field 'capabilities' holds something that is not an action name");
+        pgarr_add(&h->capabilities, s);
+    }
+    return 0;
+}
+
+static int parse_numbers(heartbeat_t *h, json_object *p, char *err, size_t errlen)
+{
+    int c = mf_int(p, "capacity", 1, INT32_MAX, &h->capacity, err, errlen);
+    int r = mf_int(p, "running", 0, INT32_MAX, &h->running, err, errlen);
+    int i = mf_int(p, "heartbeat_interval_s", 1, 86400, &h->interval_s, err, errlen);
+    if (c < 0 || r < 0 || i < 0)
+        return -1;
+    if (c == 0 || i == 0) {
+        snprintf(err, errlen, "fields 'capacity' and 'heartbeat_interval_s' are required");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_heartbeat(heartbeat_t *h, const mq_delivery_t *d)
+{
+    char err[ERRBUF_SIZE];
+    if (inmsg_open(&h->in, d) != 0)
+        return -1;
+    if (h->in.env.type != MSG_WORKER_HEARTBEAT)
+        return inmsg_reject(&h->in, "unknown_type",
+                            "only WorkerHeartbeat belongs in the heartbeats queue");
+    json_object *p = h->in.env.payload;
+    if (mf_string(p, "worker_id", WORKER_ID_MAX, &h->worker_id, err, sizeof err) != 1 ||
+        !topo_worker_id_valid(h->worker_id))
+        return inmsg_reject(&h->in, "parse_error",
+                            "field 'worker_id' is missing or not a valid worker id");
+    if (mf_string(p, "status", 16, &h->status, err, sizeof err) < 0 ||
+        mf_string(p, "host", MAX_TEXT, &h->host, err, sizeof err) < 0 ||
+        mf_string(p, "version", MAX_TEXT, &h->version, err, sizeof err) < 0 ||
+        mf_string(p, "started_at", 64, &h->started_at, err, sizeof err) < 0 ||
+        parse_numbers(h, p, err, sizeof err) != 0)
+        return inmsg_reject(&h->in, "parse_error", "%s", err);
+    if (!h->status)
+        h->status = "online";
+    if (strcmp(h->status, "online") && strcmp(h->status, "stopping") && strcmp(h->status, "offline"))
+        return inmsg_reject(&h->in, "parse_error",
+                            "field 'status' must be online, stopping or offline");
+    if (h->started_at && !timestamp_valid(h->started_at))
+        return inmsg_reject(&h->in, "parse_error",
+                            "field 'started_at' is not an RFC 3339 UTC time");
+    if ((h->host && !pgtext_is_clean(h->host, strlen(h->host))) ||
+        (h->version && !pgtext_is_clean(h->version, strlen(h->version))))
+        return inmsg_reject(&h->in, "parse_error",
+                            "fields 'host' and 'version' must be UTF-8 text");
+    return parse_capabilities(h, p);
+}
+
+/* Latest per worker wins: earlier heartbeats of a worker in the same batch are superseded. */
+static void mark_superseded(heartbeat_t *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; !h[i].in.reason[0] && j < n; j++)
+            if (!h[j].in.reason[0] && !strcmp(h[i].worker_id, h[j].worker_id)) {
+                h[i].superseded = true;
+                break;
+            }
+}
+
+/* In id order, so concurrent upserts (and the scheduler's worker locks) never deadlock. */
+static const char upsert_sql[] =
+    "INSERT INTO workers AS w (id, capabilities, capacity, running, status, last_heartbeat,"
+    " heartbeat_interval_s, started_at, host, version) "
+    "SELECT u.id, u.caps::text[], u.capacity, u.running, u.status, now(), u.interval_s,"
+    " u.started_at::timestamptz, u.host, u.version "
+    "FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::int[], $7::text[],"
+    " $8::text[], $9::text[]) AS u(id, caps, capacity, running, status, interval_s, started_at,"
+    " host, version) ORDER BY u.id "
+    "ON CONFLICT (id) DO UPDATE SET capabilities = EXCLUDED.capabilities,"
+    " capacity = EXCLUDED.capacity, running = EXCLUDED.running, status = EXCLUDED.status,"
+    " last_heartbeat = now(), heartbeat_interval_s = EXCLUDED.heartbeat_interval_s,"
+    " started_at = coalesce(EXCLUDED.started_at, w.started_at),"
+    " host = coalesce(EXCLUDED.host, w.host), version = coalesce(EXCLUDED.version, w.version) "
+    "RETURNING w.id, (xmax = 0)::int";
+
+enum { U_ID, U_CAPS, U_CAPACITY, U_RUNNING, U_STATUS, U_INTERVAL, U_STARTED, U_HOST, U_VERSION,
+       U_COUNT };
+
+typedef struct registry_batch {
+    executor_t *x;
+    heartbeat_t *h;
+    size_t n;
+    PGresult *upserted;
+    exec_stats_t counts;
+} registry_batch_t;
+
+static int upsert(PGconn *db, registry_batch_t *b, char *err, size_t errlen)
+{
+    pgarr_t a[U_COUNT];
+    size_t k = 0;
+    for (int i = 0; i < U_COUNT; i++)
+        pgarr_init(&a[i]);
+    for (size_t i = 0; i < b->n; i++) {
+        heartbeat_t *h = &b->h[i];
+        if (h->in.reason[0] || h->superseded)
+            continue;
+        pgarr_add(&a[U_ID], h->worker_id);
+        pgarr_add(&a[U_CAPS], pgarr_text(&h->capabilities));
+        pgarr_add_int(&a[U_CAPACITY], h->capacity);
+        pgarr_add_int(&a[U_RUNNING], h->running);
+        pgarr_add(&a[U_STATUS], h->status);
+        pgarr_add_int(&a[U_INTERVAL], h->interval_s);
+        pgarr_add(&a[U_STARTED], h->started_at);
+        pgarr_add(&a[U_HOST], h->host);
+        pgarr_add(&a[U_VERSION], h->version);
+        k++;
+    }
+    const char *params[U_COUNT];
+    int rc = 0;
+    for (int i = 0; i < U_COUNT; i++)
+        if (!(params[i] = pgarr_text(&a[i])))
+            rc = -1;
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    else if (k > 0)
+        rc = db_exec(db, upsert_sql, U_COUNT, params, &b->upserted, err, errlen);
+    if (rc == 0)
+        b->counts.heartbeats += k;
+    for (int i = 0; i < U_COUNT; i++)
+        pgarr_free(&a[i]);
+    return rc;
+}
+
+static int registry_work(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    registry_batch_t *b = arg;
+    memset(&b->counts, 0, sizeof b->counts);
+    PQclear(b->upserted);
+    b->upserted = NULL;
+    if (dlstore_unusable(db, b->h, b->n, sizeof *b->h, b->x->p.heartbeats_queue, &b->counts, err,
+                         errlen) != 0)
+        return -1;
+    return upsert(db, b, err, errlen);
+}
+
+static void log_batch(const registry_batch_t *b)
+{
+    for (int r = 0; b->upserted && r < PQntuples(b->upserted); r++)
+        if (atoi(PQgetvalue(b->upserted, r, 1)) == 1)
+            log_kv(LOG_INFO, "new worker registered", "worker", PQgetvalue(b->upserted, r, 0), NULL);
+    for (size_t i = 0; i < b->n; i++) {
+        const heartbeat_t *h = &b->h[i];
+        if (h->in.reason[0])
+            log_kv(LOG_WARN, "unreadable heartbeat stored as a dead letter", "reason",
+                   h->in.reason, "error", h->in.error, "queue", b->x->p.heartbeats_queue, NULL);
+        else if (!h->superseded && strcmp(h->status, "online") != 0)
+            log_kv(LOG_INFO, "worker status", "worker", h->worker_id, "status", h->status, NULL);
+    }
+}
+
+dbc_result_t registry_handle(void *ctx, mq_delivery_t *const *d, size_t n)
+{
+    executor_t *x = ctx;
+    registry_batch_t b = {.x = x, .n = n, .h = calloc(n, sizeof(heartbeat_t))};
+    if (!b.h)
+        return DBC_UNAVAILABLE;
+    for (size_t i = 0; i < n; i++)
+        (void)parse_heartbeat(&b.h[i], d[i]);
+    mark_superseded(b.h, n);
+    dbc_result_t r = dbc_transaction(&x->db, "recording heartbeats", registry_work, &b);
+    if (r == DBC_OK) {
+        stats_merge(&x->stats, &b.counts);
+        log_batch(&b);
+    }
+    PQclear(b.upserted);
+    for (size_t i = 0; i < n; i++) {
+        pgarr_free(&b.h[i].capabilities);
+        inmsg_close(&b.h[i].in);
+    }
+    free(b.h);
+    return r;
+}

@@ -1,0 +1,281 @@
+/*
+ * Worker results: ExecutionStatusChanged (running) and ExecutionCompleted (completed, failed,
+ * timeout) from the results queue, applied per drained batch in one transaction. Every change
+ * is a compare-and-swap fenced by the attempt and by the transition table, so a late, repeated
+ * or stale message changes nothing; it is counted as stale. Unreadable messages go to
+ * dead_letters in the same transaction.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/dlstore.h"
+#include "executor/executor.h"
+#include "executor/inmsg.h"
+#include "executor/msgfields.h"
+#include "executor/pgtext.h"
+#include "executor/transitions.h"
+#include "warren/db.h"
+#include "warren/envelope.h"
+#include "warren/log.h"
+#include "warren/topology.h"
+
+#define MAX_ERROR_TEXT 8192
+
+typedef struct result_msg {
+    inmsg_t in;                   /* first: dlstore_unusable reads it */
+    int64_t execution_id;
+    int attempt;
+    exec_status_t target;
+    char worker[WORKER_ID_MAX + 1];  /* "" when unknown */
+    char *result;                 /* JSON text or NULL */
+    char *error_text;             /* cleaned, or NULL */
+    int round;                    /* nth message for its execution in this batch */
+    bool applied;
+} result_msg_t;
+
+/* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
+static void find_worker(result_msg_t *m)
+{
+    const char *w = NULL;
+    char err[ERRBUF_SIZE];
+    if (mf_string(m->in.env.payload, "worker_id", WORKER_ID_MAX, &w, err, sizeof err) == 1 &&
+        topo_worker_id_valid(w)) {
+        snprintf(m->worker, sizeof m->worker, "%s", w);
+        return;
+    }
+    const char *key = m->in.d->routing_key ? m->in.d->routing_key : "";
+    const char *prefixes[] = {"execution.status.", "execution.completed."};
+    for (size_t i = 0; i < 2; i++)
+        if (!strncmp(key, prefixes[i], strlen(prefixes[i])) &&
+            topo_worker_id_valid(key + strlen(prefixes[i])))
+            snprintf(m->worker, sizeof m->worker, "%s", key + strlen(prefixes[i]));
+}
+
+/* Status (default: running for a status change; failed when an error is given, else
+ * completed, for a completion) and whether this message type may report it. */
+static int parse_status(result_msg_t *m)
+{
+    const char *s = NULL;
+    char err[ERRBUF_SIZE];
+    if (mf_string(m->in.env.payload, "status", 32, &s, err, sizeof err) < 0)
+        return inmsg_reject(&m->in, "parse_error", "%s", err);
+    bool completion = m->in.env.type == MSG_EXECUTION_COMPLETED;
+    if (!s)
+        s = !completion ? "running" : json_object_object_get_ex(m->in.env.payload, "error", NULL)
+                                          ? "failed" : "completed";
+    exec_status_t st;
+    bool ok = trans_status_parse(s, &st) == 0 &&
+              (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT)
+                          : st == EXEC_RUNNING);
+    if (!ok)
+        return inmsg_reject(&m->in, "parse_error", "status '%.32s' cannot be reported by %s", s,
+                            m->in.env.type_name);
+    m->target = st;
+    return 0;
+}
+
+static int parse_outcome(result_msg_t *m)
+{
+    json_object *result = NULL;
+    if (json_object_object_get_ex(m->in.env.payload, "result", &result) && result &&
+        !json_object_is_type(result, json_type_null)) {
+        if (mf_has_nul(result))
+            return inmsg_reject(&m->in, "parse_error", "field 'result' holds a NUL character");
+        m->result = strdup(json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN));
+    }
+    json_object *e = NULL;
+    if (json_object_object_get_ex(m->in.env.payload, "error", &e) && e &&
+        !json_object_is_type(e, json_type_null)) {
+        if (!json_object_is_type(e, json_type_string))
+            return inmsg_reject(&m->in, "parse_error", "field 'error' must be a string");
+        size_t n = (size_t)json_object_get_string_len(e);
+        m->error_text = pgtext_clean(json_object_get_string(e), n < MAX_ERROR_TEXT ? n : MAX_ERROR_TEXT);
+    }
+    return 0;
+}
+
+static int parse_result(result_msg_t *m, const mq_delivery_t *d)
+{
+    char err[ERRBUF_SIZE];
+    int64_t v = 0;
+    if (inmsg_open(&m->in, d) != 0)
+        return -1;
+    msg_type_t t = m->in.env.type;
+    if (t != MSG_EXECUTION_STATUS_CHANGED && t != MSG_EXECUTION_COMPLETED)
+        return inmsg_reject(&m->in, "unknown_type",
+                            "message type '%s' does not belong in the results queue",
+                            m->in.env.type_name);
+    int rc = mf_execution_id(m->in.env.payload, &m->execution_id, err, sizeof err);
+    if (rc <= 0)
+        return inmsg_reject(&m->in, rc == 0 ? "missing_execution_id" : "parse_error", "%s",
+                            rc == 0 ? "the payload has no execution_id" : err);
+    rc = mf_int(m->in.env.payload, "attempt", 1, INT32_MAX, &v, err, sizeof err);
+    if (rc < 0)
+        return inmsg_reject(&m->in, "parse_error", "%s", err);
+    m->attempt = rc == 1 ? (int)v : m->in.env.attempt;
+    if (m->attempt < 1)
+        return inmsg_reject(&m->in, "parse_error",
+                            "no attempt in the payload or the envelope headers");
+    find_worker(m);
+    if (parse_status(m) != 0)
+        return -1;
+    return m->target == EXEC_RUNNING ? 0 : parse_outcome(m);
+}
+
+/* Several messages for one execution in a batch are applied in rounds, in arrival order:
+ * one UPDATE cannot apply two source rows to the same target row. */
+static int assign_rounds(result_msg_t *msgs, size_t n)
+{
+    int rounds = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (msgs[i].in.reason[0])
+            continue;
+        msgs[i].round = 0;
+        for (size_t j = 0; j < i; j++)
+            if (!msgs[j].in.reason[0] && msgs[j].execution_id == msgs[i].execution_id)
+                msgs[i].round = msgs[j].round + 1;
+        if (msgs[i].round + 1 > rounds)
+            rounds = msgs[i].round + 1;
+    }
+    return rounds;
+}
+
+static const char apply_sql[] =
+    "UPDATE executions e SET status = u.status,"
+    " worker = coalesce(u.worker, e.worker),"
+    " started_at = CASE WHEN u.status = 'running' THEN now() ELSE e.started_at END,"
+    " result = CASE WHEN u.status = 'running' THEN e.result ELSE u.result::jsonb END,"
+    " error = CASE WHEN u.status = 'running' THEN e.error ELSE u.error END,"
+    " ended_at = CASE WHEN u.status = 'running' THEN e.ended_at ELSE now() END,"
+    " wait_reason = NULL"
+    " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[])"
+    "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, ord)"
+    " WHERE e.id = u.id AND e.attempt = u.attempt"
+    "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($7::text[], $8::text[]) AS p(f, t))"
+    " RETURNING u.ord";
+
+/* The guard: every legal (from, to) pair into the statuses workers report. */
+static int guard_literals(char *from, char *to, size_t len)
+{
+    static const exec_status_t reported[] = {EXEC_RUNNING, EXEC_COMPLETED, EXEC_FAILED,
+                                             EXEC_TIMEOUT};
+    return trans_pairs_literal(reported, 4, from, to, len);
+}
+
+static void add_round_message(pgarr_t *a, const result_msg_t *m)
+{
+    pgarr_add_int(&a[0], m->execution_id);
+    pgarr_add_int(&a[1], m->attempt);
+    pgarr_add(&a[2], trans_status_name(m->target));
+    pgarr_add(&a[3], m->worker[0] ? m->worker : NULL);
+    pgarr_add(&a[4], m->result);
+    pgarr_add(&a[5], m->error_text);
+}
+
+/* One UPDATE for the messages of round `round`; marks those it applied. */
+static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char *err,
+                       size_t errlen)
+{
+    pgarr_t a[6];
+    size_t *index = calloc(n, sizeof *index);
+    size_t k = 0;
+    for (int i = 0; i < 6; i++)
+        pgarr_init(&a[i]);
+    for (size_t i = 0; index && i < n; i++)
+        if (!msgs[i].in.reason[0] && msgs[i].round == round) {
+            add_round_message(a, &msgs[i]);
+            index[k++] = i;
+        }
+    char from[1024], to[1024];
+    const char *params[8] = {NULL};
+    int rc = guard_literals(from, to, sizeof from);
+    for (int i = 0; i < 6 && rc == 0; i++)
+        if (!(params[i] = pgarr_text(&a[i])))
+            rc = -1;
+    params[6] = from;
+    params[7] = to;
+    PGresult *res = NULL;
+    if (rc != 0 || !index)
+        snprintf(err, errlen, "out of memory");
+    else
+        rc = db_exec(db, apply_sql, 8, params, &res, err, errlen);
+    for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
+        long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (ord >= 1 && (size_t)ord <= k)
+            msgs[index[ord - 1]].applied = true;
+    }
+    PQclear(res);
+    free(index);
+    for (int i = 0; i < 6; i++)
+        pgarr_free(&a[i]);
+    return rc;
+}
+
+typedef struct results_batch {
+    executor_t *x;
+    result_msg_t *msgs;
+    size_t n;
+    int rounds;
+    exec_stats_t counts;
+} results_batch_t;
+
+static int results_work(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    results_batch_t *b = arg;
+    memset(&b->counts, 0, sizeof b->counts);
+    for (size_t i = 0; i < b->n; i++)
+        b->msgs[i].applied = false;
+    if (dlstore_unusable(db, b->msgs, b->n, sizeof *b->msgs, b->x->p.results_queue, &b->counts,
+                         err, errlen) != 0)
+        return -1;
+    for (int r = 0; r < b->rounds; r++)
+        if (apply_round(db, b->msgs, b->n, r, err, errlen) != 0)
+            return -1;
+    return 0;
+}
+
+static void log_outcome(executor_t *x, const result_msg_t *m)
+{
+    char id[24], attempt[16];
+    snprintf(id, sizeof id, "%" PRId64, m->execution_id);
+    snprintf(attempt, sizeof attempt, "%d", m->attempt);
+    if (m->in.reason[0]) {
+        log_kv(LOG_WARN, "unreadable result message stored as a dead letter", "reason",
+               m->in.reason, "error", m->in.error, "queue", x->p.results_queue, NULL);
+    } else if (m->applied) {
+        x->stats.results_applied++;
+        log_kv(m->target == EXEC_RUNNING ? LOG_DEBUG : LOG_INFO, "execution status changed",
+               "execution_id", id, "status", trans_status_name(m->target), "worker", m->worker,
+               "attempt", attempt, NULL);
+    } else {
+        x->stats.results_stale++;
+        log_kv(LOG_DEBUG, "stale result ignored (attempt or status fence)", "execution_id", id,
+               "status", trans_status_name(m->target), "worker", m->worker, "attempt", attempt,
+               NULL);
+    }
+}
+
+dbc_result_t results_handle(void *ctx, mq_delivery_t *const *d, size_t n)
+{
+    executor_t *x = ctx;
+    results_batch_t b = {.x = x, .n = n, .msgs = calloc(n, sizeof(result_msg_t))};
+    if (!b.msgs)
+        return DBC_UNAVAILABLE;
+    for (size_t i = 0; i < n; i++)
+        (void)parse_result(&b.msgs[i], d[i]);
+    b.rounds = assign_rounds(b.msgs, n);
+    dbc_result_t r = dbc_transaction(&x->db, "applying results", results_work, &b);
+    if (r == DBC_OK) {
+        stats_merge(&x->stats, &b.counts);
+        for (size_t i = 0; i < n; i++)
+            log_outcome(x, &b.msgs[i]);
+    }
+    for (size_t i = 0; i < n; i++) {
+        inmsg_close(&b.msgs[i].in);
+        free(b.msgs[i].result);
+        free(b.msgs[i].error_text);
+    }
+    free(b.msgs);
+    return r;
+}

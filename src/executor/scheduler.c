@@ -1,0 +1,503 @@
+/*
+ * The scheduler: each tick claims requested executions (oldest first, SKIP LOCKED so several
+ * executors share the work), assigns workers, commits them as scheduled, then publishes the
+ * dispatches with confirms. A dispatch the broker did not confirm is moved back to requested.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/assign.h"
+#include "executor/executor.h"
+#include "executor/pgtext.h"
+#include "warren/db.h"
+#include "warren/envelope.h"
+#include "warren/log.h"
+#include "warren/topology.h"
+
+/* Statuses that occupy a worker slot (the partial index executions_active_worker_idx). */
+#define IN_FLIGHT "('scheduling', 'scheduled', 'running', 'canceling')"
+/* A worker is live while its heartbeat is younger than heartbeat_stale_factor intervals. */
+#define LIVE_WORKER                                                                             \
+    "w.status = 'online' AND w.last_heartbeat > now() - make_interval(secs => $1::int * "      \
+    "w.heartbeat_interval_s)"
+
+/* Rows waiting for a worker are only claimed again once a live worker offering their action
+ * has room, so a backlog nobody can run does not hold up the rest. */
+static const char claim_sql[] =
+    "WITH live AS (SELECT w.capabilities FROM workers w WHERE " LIVE_WORKER
+    " AND w.capacity > (SELECT count(*) FROM executions x WHERE x.worker = w.id"
+    " AND x.status IN " IN_FLIGHT ")) "
+    "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt, e.timeout_s"
+    " FROM executions e WHERE e.status = 'requested' AND (e.pinned_worker IS NOT NULL"
+    " OR e.wait_reason IS NULL OR EXISTS (SELECT 1 FROM live WHERE e.action_ref = ANY(live.capabilities)))"
+    " ORDER BY e.created_at, e.id LIMIT $2 FOR UPDATE OF e SKIP LOCKED";
+
+/* Locked in id order so executors scheduling at once take turns and count each other's work. */
+static const char lock_workers_sql[] =
+    "SELECT w.id FROM workers w WHERE " LIVE_WORKER " ORDER BY w.id FOR UPDATE";
+
+static const char load_workers_sql[] =
+    "SELECT w.id, array_to_json(w.capabilities)::text, w.capacity,"
+    " (SELECT count(*) FROM executions x WHERE x.worker = w.id AND x.status IN " IN_FLIGHT ")::int"
+    " FROM workers w WHERE " LIVE_WORKER " ORDER BY w.id";
+
+/* One statement for the whole batch: scheduled (attempt + 1), failed (no dispatch can be built),
+ * or still requested with its wait reason (written only when it changed). */
+static const char update_sql[] =
+    "UPDATE executions e SET"
+    " status = CASE WHEN u.fail_error IS NOT NULL THEN 'failed'"
+    "   WHEN u.worker IS NOT NULL THEN 'scheduled' ELSE e.status END,"
+    " error = coalesce(u.fail_error, e.error),"
+    " result = CASE WHEN u.fail_error IS NOT NULL THEN jsonb_build_object('error', u.fail_error)"
+    "   ELSE e.result END,"
+    " worker = coalesce(u.worker, e.worker),"
+    " attempt = CASE WHEN u.worker IS NOT NULL THEN e.attempt + 1 ELSE e.attempt END,"
+    " scheduled_at = CASE WHEN u.worker IS NOT NULL THEN now() ELSE e.scheduled_at END,"
+    " wait_reason = u.wait_reason"
+    " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY"
+    "   AS u(id, worker, wait_reason, fail_error, ord)"
+    " WHERE e.id = u.id AND e.status = 'requested' AND (u.worker IS NOT NULL"
+    "   OR u.fail_error IS NOT NULL OR e.wait_reason IS DISTINCT FROM u.wait_reason)"
+    " RETURNING u.ord, (u.worker IS NOT NULL AND u.fail_error IS NULL)::int";
+
+static const char revert_sql[] =
+    "UPDATE executions e SET status = 'requested',"
+    " wait_reason = 'last dispatch was not confirmed by the broker; it will be dispatched again'"
+    " FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)"
+    " WHERE e.id = u.id AND e.status = 'scheduled' AND e.attempt = u.attempt RETURNING e.id";
+
+typedef struct sched_job {
+    int64_t id;
+    int attempt;                 /* of the new dispatch */
+    const char *action_ref, *params, *pinned;  /* into the claim result */
+    int timeout_s;
+    assign_job_t a;
+    const char *worker;          /* chosen worker id, NULL when none */
+    char fail_error[320];        /* no dispatch can be built: fail it */
+    bool scheduled;              /* the UPDATE moved it to scheduled */
+    char id_text[24], message_id[40], routing_key[128];
+    char *body;
+    size_t body_len;
+} sched_job_t;
+
+typedef struct sched_batch {
+    executor_t *x;
+    PGresult *claimed, *workers;
+    sched_job_t *jobs;
+    size_t n;
+    assign_worker_t *w;
+    json_object **caps;          /* one parsed capabilities array per worker */
+    const char **cap_names;
+    size_t nw;
+} sched_batch_t;
+
+static void batch_free(sched_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        free(b->jobs[i].body);
+    for (size_t i = 0; i < b->nw; i++)
+        json_object_put(b->caps[i]);
+    free(b->jobs);
+    free(b->w);
+    free(b->caps);
+    free(b->cap_names);
+    PQclear(b->claimed);
+    PQclear(b->workers);
+    memset(b, 0, sizeof *b);
+}
+
+static int claim(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
+{
+    char factor[16], limit[16];
+    snprintf(factor, sizeof factor, "%d", b->x->p.heartbeat_stale_factor);
+    snprintf(limit, sizeof limit, "%d", b->x->p.batch_size);
+    const char *params[] = {factor, limit};
+    if (db_exec(db, claim_sql, 2, params, &b->claimed, err, errlen) != 0)
+        return -1;
+    b->n = (size_t)PQntuples(b->claimed);
+    b->jobs = calloc(b->n ? b->n : 1, sizeof *b->jobs);
+    if (!b->jobs) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        sched_job_t *j = &b->jobs[i];
+        int r = (int)i;
+        j->id = strtoll(PQgetvalue(b->claimed, r, 0), NULL, 10);
+        snprintf(j->id_text, sizeof j->id_text, "%" PRId64, j->id);
+        j->action_ref = PQgetvalue(b->claimed, r, 1);
+        j->params = PQgetvalue(b->claimed, r, 2);
+        j->pinned = PQgetisnull(b->claimed, r, 3) ? NULL : PQgetvalue(b->claimed, r, 3);
+        j->attempt = atoi(PQgetvalue(b->claimed, r, 4)) + 1;
+        j->timeout_s = PQgetisnull(b->claimed, r, 5) ? 0 : atoi(PQgetvalue(b->claimed, r, 5));
+        j->a.action_ref = j->action_ref;
+        j->a.pinned_worker = j->pinned;
+    }
+    return 0;
+}
+
+/* Count the capability names of every worker so one array holds them all. */
+static size_t parse_capabilities(sched_batch_t *b)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < b->nw; i++) {
+        b->caps[i] = json_tokener_parse(PQgetvalue(b->workers, (int)i, 1));
+        if (json_object_is_type(b->caps[i], json_type_array))
+            total += json_object_array_length(b->caps[i]);
+    }
+    return total;
+}
+
+static void fill_workers(sched_batch_t *b)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < b->nw; i++) {
+        assign_worker_t *w = &b->w[i];
+        w->id = PQgetvalue(b->workers, (int)i, 0);
+        w->capacity = atoi(PQgetvalue(b->workers, (int)i, 2));
+        w->in_flight = atoi(PQgetvalue(b->workers, (int)i, 3));
+        w->capabilities = &b->cap_names[k];
+        size_t n = json_object_is_type(b->caps[i], json_type_array)
+                       ? json_object_array_length(b->caps[i]) : 0;
+        for (size_t c = 0; c < n; c++)
+            b->cap_names[k++] = json_object_get_string(json_object_array_get_idx(b->caps[i], c));
+        w->n_capabilities = n;
+    }
+}
+
+static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
+{
+    char factor[16];
+    snprintf(factor, sizeof factor, "%d", b->x->p.heartbeat_stale_factor);
+    const char *params[] = {factor};
+    if (db_exec(db, lock_workers_sql, 1, params, NULL, err, errlen) != 0 ||
+        db_exec(db, load_workers_sql, 1, params, &b->workers, err, errlen) != 0)
+        return -1;
+    b->nw = (size_t)PQntuples(b->workers);
+    b->w = calloc(b->nw + 1, sizeof *b->w);
+    b->caps = calloc(b->nw + 1, sizeof *b->caps);
+    if (!b->w || !b->caps) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    b->cap_names = calloc(parse_capabilities(b) + 1, sizeof *b->cap_names);
+    if (!b->cap_names) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    fill_workers(b);
+    return 0;
+}
+
+/* The dispatch envelope for a job; sets fail_error when none can be built. */
+static void build_dispatch(sched_job_t *j)
+{
+    dispatch_t d = {.execution_id = j->id, .attempt = j->attempt, .timeout_s = j->timeout_s};
+    snprintf(d.worker_id, sizeof d.worker_id, "%s", j->worker);
+    snprintf(d.action_ref, sizeof d.action_ref, "%s", j->action_ref);
+    if (topo_dispatch_key(j->worker, j->routing_key, sizeof j->routing_key) != 0) {
+        snprintf(j->fail_error, sizeof j->fail_error,
+                 "worker id '%.64s' cannot name a queue: %s", j->worker, TOPO_WORKER_ID_RULE);
+        return;
+    }
+    d.params = json_tokener_parse(j->params);
+    if (!d.params) {
+        snprintf(j->fail_error, sizeof j->fail_error, "params cannot be encoded for the dispatch");
+        return;
+    }
+    json_object *payload = dispatch_to_payload(&d);
+    json_object_put(d.params);
+    envelope_new_id(j->message_id, sizeof j->message_id);
+    j->body = envelope_encode(MSG_EXECUTION_REQUESTED, j->message_id, j->id_text, "executor",
+                              j->attempt, NULL, payload, &j->body_len);
+    if (!j->body)
+        snprintf(j->fail_error, sizeof j->fail_error,
+                 "the dispatch message would exceed %d bytes (params too large)", ENVELOPE_MAX_BYTES);
+}
+
+static void assign(sched_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        b->jobs[i].a.worker = ASSIGN_NONE;
+    assign_worker_t *w = b->w;
+    for (size_t i = 0; i < b->n; i++) {
+        /* One at a time in claim order: each choice adds to the load the next one sees. */
+        assign_batch(w, b->nw, &b->jobs[i].a, 1);
+        sched_job_t *j = &b->jobs[i];
+        j->worker = j->a.worker == ASSIGN_PINNED ? j->pinned
+                    : j->a.worker >= 0         ? w[j->a.worker].id
+                                               : NULL;
+        if (j->worker)
+            build_dispatch(j);
+    }
+}
+
+static int write_outcome(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
+{
+    pgarr_t a[4];
+    for (int k = 0; k < 4; k++)
+        pgarr_init(&a[k]);
+    for (size_t i = 0; i < b->n; i++) {
+        sched_job_t *j = &b->jobs[i];
+        bool fail = j->fail_error[0] != '\0';
+        pgarr_add_int(&a[0], j->id);
+        pgarr_add(&a[1], fail ? NULL : j->worker);
+        pgarr_add(&a[2], j->worker ? NULL : j->a.wait_reason);
+        pgarr_add(&a[3], fail ? j->fail_error : NULL);
+    }
+    const char *params[4];
+    int rc = 0;
+    for (int k = 0; k < 4; k++)
+        if (!(params[k] = pgarr_text(&a[k])))
+            rc = -1;
+    PGresult *res = NULL;
+    if (rc == 0)
+        rc = db_exec(db, update_sql, 4, params, &res, err, errlen);
+    else
+        snprintf(err, errlen, "out of memory");
+    for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
+        long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (ord >= 1 && (size_t)ord <= b->n && atoi(PQgetvalue(res, r, 1)) == 1)
+            b->jobs[ord - 1].scheduled = true;
+    }
+    PQclear(res);
+    for (int k = 0; k < 4; k++)
+        pgarr_free(&a[k]);
+    return rc;
+}
+
+static int sched_work(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    sched_batch_t *b = arg;
+    if (claim(db, b, err, errlen) != 0)
+        return -1;
+    if (b->n == 0)
+        return 0;
+    if (load_workers(db, b, err, errlen) != 0)
+        return -1;
+    assign(b);
+    return write_outcome(db, b, err, errlen);
+}
+
+static bool declared(const declared_set_t *s, const char *id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->ids[i], id))
+            return true;
+    return false;
+}
+
+static void remember_declared(declared_set_t *s, const char *id)
+{
+    if (declared(s, id))
+        return;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        char **ids = realloc(s->ids, cap * sizeof *ids);
+        if (!ids)
+            return; /* only means declaring again next time */
+        s->ids = ids;
+        s->cap = cap;
+    }
+    if ((s->ids[s->n] = strdup(id)) != NULL)
+        s->n++;
+}
+
+/*
+ * A pinned worker may never have run (or be gone): declare its queue, with TTL and DLX, so the
+ * dispatch waits there and expires into the dead-letter queue instead of being unroutable.
+ */
+static void declare_pinned(executor_t *x, const sched_batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        const sched_job_t *j = &b->jobs[i];
+        if (!j->scheduled || j->a.worker != ASSIGN_PINNED || declared(&x->declared, j->worker))
+            continue;
+        char err[ERRBUF_SIZE];
+        if (topo_declare_worker(x->pub, x->cfg, j->worker, err, sizeof err) == 0)
+            remember_declared(&x->declared, j->worker);
+        else
+            log_kv(LOG_WARN, "declaring a pinned worker's queue failed", "worker", j->worker,
+                   "error", err, NULL);
+    }
+}
+
+static void queue_revert(executor_t *x, int64_t id, int attempt)
+{
+    if (x->n_revert == x->cap_revert) {
+        size_t cap = x->cap_revert ? 2 * x->cap_revert : 64;
+        int64_t *ids = realloc(x->revert_ids, cap * sizeof *ids);
+        if (ids)
+            x->revert_ids = ids;
+        int *attempts = realloc(x->revert_attempts, cap * sizeof *attempts);
+        if (attempts)
+            x->revert_attempts = attempts;
+        if (!ids || !attempts) {
+            /* The row stays scheduled; the timeout monitor fails it in the end. */
+            log_kv(LOG_ERROR, "out of memory remembering an unconfirmed dispatch", NULL);
+            return;
+        }
+        x->cap_revert = cap;
+    }
+    x->revert_ids[x->n_revert] = id;
+    x->revert_attempts[x->n_revert++] = attempt;
+}
+
+/* The broker never got (or never confirmed) these: move them back to requested. */
+static void publish_failed(executor_t *x, const sched_job_t *j, int status)
+{
+    x->stats.dispatch_failed++;
+    log_kv(LOG_WARN, "dispatch not confirmed; moving it back to requested", "execution_id",
+           j->id_text, "worker", j->worker, "status", mq_status_name(status), NULL);
+    queue_revert(x, j->id, j->attempt);
+}
+
+static void publish_confirmed(executor_t *x, const sched_job_t *j)
+{
+    x->stats.dispatched++;
+    if (j->a.worker == ASSIGN_PINNED)
+        remember_declared(&x->declared, j->worker);
+    log_kv(LOG_DEBUG, "dispatched", "execution_id", j->id_text, "worker", j->worker,
+           "message_id", j->message_id, NULL);
+}
+
+static void publish(executor_t *x, sched_batch_t *b)
+{
+    mq_message_t *msgs = calloc(b->n, sizeof *msgs);
+    size_t *job_of = calloc(b->n, sizeof *job_of);
+    int *results = calloc(b->n, sizeof *results);
+    size_t m = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        sched_job_t *j = &b->jobs[i];
+        if (!j->scheduled)
+            continue;
+        if (!msgs || !job_of || !results) {
+            publish_failed(x, j, MQ_ERR_CONNECTION);
+            continue;
+        }
+        msgs[m] = (mq_message_t){.exchange = x->p.exchange, .routing_key = j->routing_key,
+                                 .body = j->body, .body_len = j->body_len,
+                                 .message_id = j->message_id, .correlation_id = j->id_text,
+                                 .type = msg_type_name(MSG_EXECUTION_REQUESTED),
+                                 .execution_id = j->id_text, .mandatory = true};
+        job_of[m++] = i;
+    }
+    /* results[] says how each one ended; the overall status adds nothing. */
+    if (m > 0 && mq_publish_batch(x->pub, msgs, m, results) != MQ_OK)
+        log_kv(LOG_DEBUG, "some dispatches were not confirmed", NULL);
+    for (size_t k = 0; k < m; k++) {
+        if (results[k] == MQ_OK)
+            publish_confirmed(x, &b->jobs[job_of[k]]);
+        else
+            publish_failed(x, &b->jobs[job_of[k]], results[k]);
+    }
+    free(msgs);
+    free(job_of);
+    free(results);
+}
+
+typedef struct revert_batch {
+    executor_t *x;
+    size_t reverted;
+} revert_batch_t;
+
+static int revert_work(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    revert_batch_t *r = arg;
+    executor_t *x = r->x;
+    pgarr_t ids, attempts;
+    pgarr_init(&ids);
+    pgarr_init(&attempts);
+    for (size_t i = 0; i < x->n_revert; i++) {
+        pgarr_add_int(&ids, x->revert_ids[i]);
+        pgarr_add_int(&attempts, x->revert_attempts[i]);
+    }
+    const char *params[] = {pgarr_text(&ids), pgarr_text(&attempts)};
+    PGresult *res = NULL;
+    int rc = params[0] && params[1] ? db_exec(db, revert_sql, 2, params, &res, err, errlen) : -1;
+    if (!params[0] || !params[1])
+        snprintf(err, errlen, "out of memory");
+    if (rc == 0)
+        r->reverted = (size_t)PQntuples(res);
+    PQclear(res);
+    pgarr_free(&ids);
+    pgarr_free(&attempts);
+    return rc;
+}
+
+void sched_flush_reverts(executor_t *x)
+{
+    if (x->n_revert == 0)
+        return;
+    revert_batch_t r = {.x = x};
+    /* Kept on failure: the next tick tries again, before claiming anything new. */
+    if (dbc_transaction(&x->db, "moving unconfirmed dispatches back", revert_work, &r) != DBC_OK)
+        return;
+    x->stats.dispatch_reverted += r.reverted;
+    x->n_revert = 0;
+}
+
+/* Log the publish breaker's state changes as the scheduler sees them: it can stay open for a
+ * long time, and one line per change says what is going on. */
+static void note_breaker(executor_t *x, breaker_state_t state)
+{
+    if (state == x->sched_breaker_state)
+        return;
+    char retry[24];
+    snprintf(retry, sizeof retry, "%lld",
+             (long long)breaker_retry_in_ms(mq_breaker(x->pub), now_mono_ms()));
+    if (state == BREAKER_OPEN && x->sched_breaker_state == BREAKER_CLOSED)
+        log_kv(LOG_WARN, "publish breaker open: executions wait as requested", "retry_in_ms", retry,
+               NULL);
+    else if (state == BREAKER_CLOSED)
+        log_kv(LOG_INFO, "publish breaker closed: dispatching again", NULL);
+    else
+        log_kv(LOG_DEBUG, "publish breaker", "state", breaker_state_name(state), NULL);
+    if (state != BREAKER_HALF_OPEN)
+        x->sched_breaker_state = state;
+}
+
+/* Skip while the publish breaker is open and not yet due for a probe: claimed work could not
+ * go out. When a probe is due, the next batch is the probe. */
+static bool breaker_blocks(executor_t *x)
+{
+    const breaker_t *br = mq_breaker(x->pub);
+    note_breaker(x, br->state);
+    return br->state == BREAKER_OPEN && breaker_retry_in_ms(br, now_mono_ms()) > 0;
+}
+
+int sched_tick(executor_t *x)
+{
+    sched_flush_reverts(x);
+    if (x->n_revert > 0)
+        return -1; /* the database is not taking writes: do not claim more */
+    if (breaker_blocks(x))
+        return -1;
+    x->stats.sched_ticks++;
+    sched_batch_t b = {.x = x};
+    if (dbc_transaction(&x->db, "scheduling", sched_work, &b) != DBC_OK) {
+        batch_free(&b);
+        return -1;
+    }
+    int claimed = (int)b.n;
+    size_t dispatched = 0;
+    for (size_t i = 0; i < b.n; i++)
+        dispatched += b.jobs[i].scheduled;
+    declare_pinned(x, &b);
+    publish(x, &b);
+    sched_flush_reverts(x);
+    note_breaker(x, mq_breaker(x->pub)->state);
+    batch_free(&b);
+    /* A full batch that dispatched something: more may be waiting, go again at once. */
+    return claimed >= x->p.batch_size && dispatched > 0 ? 1 : 0;
+}
+
+void sched_free(executor_t *x)
+{
+    for (size_t i = 0; i < x->declared.n; i++)
+        free(x->declared.ids[i]);
+    free(x->declared.ids);
+    free(x->revert_ids);
+    free(x->revert_attempts);
+}

@@ -1,0 +1,43 @@
+/*
+ * Execution statuses and the legal transitions between them (docs/schema.md), as a table.
+ * Every status change the executor writes is guarded by SQL generated from this table.
+ */
+#ifndef WARREN_EXECUTOR_TRANSITIONS_H
+#define WARREN_EXECUTOR_TRANSITIONS_H
+
+#include "warren/common.h"
+
+typedef enum {
+    EXEC_REQUESTED = 0,
+    EXEC_SCHEDULING,
+    EXEC_SCHEDULED,
+    EXEC_RUNNING,
+    EXEC_CANCELING,
+    EXEC_COMPLETED,
+    EXEC_FAILED,
+    EXEC_CANCELLED,
+    EXEC_TIMEOUT,
+    EXEC_ABANDONED,
+    EXEC_STATUS_COUNT
+} exec_status_t;
+
+/* The status as stored in executions.status. */
+const char *trans_status_name(exec_status_t s);
+/* Parse a stored status; -1 for text that is not one. */
+int trans_status_parse(const char *s, exec_status_t *out) WARN_UNUSED;
+bool trans_is_terminal(exec_status_t s);
+/* May a row in `from` move to `to`? Never out of a terminal status, never to itself. */
+bool trans_legal(exec_status_t from, exec_status_t to);
+/*
+ * The statuses a row may move to `to` from, as a PostgreSQL text[] literal ("{scheduled,...}")
+ * into buf, for guards like `status = ANY($n::text[])`. -1 when buf is too small.
+ */
+int trans_sources_literal(exec_status_t to, char *buf, size_t len) WARN_UNUSED;
+/*
+ * Every legal (from, to) pair whose `to` is in targets[0..n), as two parallel text[] literals,
+ * for guards like `(e.status, u.status) IN (SELECT * FROM unnest($a::text[], $b::text[]))`.
+ */
+int trans_pairs_literal(const exec_status_t *targets, size_t n, char *from_buf, char *to_buf,
+                        size_t len) WARN_UNUSED;
+
+#endif

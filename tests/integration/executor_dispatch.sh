@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The scheduler dispatches a requested execution to a live worker offering its action: the row
+# becomes scheduled (worker, attempt 1) and the dispatch waits in worker.W.executions with the
+# agreed properties and payload. Executions nobody can take wait with a visible reason.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
+require_stack
+
+isolate_topology
+new_worker w disp
+action=$(unique_name act)
+forget_executions "$action"
+run_warren declare topology declare --worker "$w"
+assert_eq 0 "$RUN_RC" "declare the worker queue ($RUN_ERR)"
+
+exec_start ex
+heartbeat "$w" "$action,other.$action" 1 60
+wait_until 10 "[ \"\$(psql_q \"select capacity from workers where id = '$w'\")\" = 1 ]"
+assert_eq "{$action,other.$action}|online|test-host" \
+    "$(psql_q "select capabilities, status, host from workers where id = '$w'")" "worker registered"
+
+id=$(new_execution "$action" "" '{"x": 1, "name": "caf\u00e9"}')
+wait_until 10 "[ \"\$(exec_field $id status)\" = scheduled ]"
+assert_eq "$w|1|t|" "$(exec_field "$id" "worker, attempt, scheduled_at is not null, wait_reason")" \
+    "scheduled row"
+
+queue="worker.$w.executions"
+wait_until 5 "[ \"\$(queue_messages '$queue')\" = 1 ]"
+msg=$(queue_get "$queue" 1)
+props=$(jq -c '.[0].properties' <<<"$msg")
+body=$(jq -r '.[0].payload' <<<"$msg")
+assert_eq "execution.dispatch.worker.$w" "$(jq -r '.[0].routing_key' <<<"$msg")" "routing key"
+assert_eq "ExecutionRequested|$id|$id|2|application/json" \
+    "$(jq -r '"\(.type)|\(.correlation_id)|\(.headers.execution_id)|\(.delivery_mode)|\(.content_type)"' <<<"$props")" \
+    "dispatch properties"
+assert_eq "$(jq -r .message_id <<<"$props")" "$(jq -r .message_id <<<"$body")" "AMQP and envelope message ids"
+assert_eq "ExecutionRequested|1|executor|1" \
+    "$(jq -r '"\(.message_type)|\(.version)|\(.headers.source)|\(.headers.attempt)"' <<<"$body")" "envelope"
+assert_eq "{\"execution_id\":$id,\"worker_id\":\"$w\",\"action_ref\":\"$action\",\"params\":{\"name\":\"café\",\"x\":1},\"attempt\":1,\"timeout_s\":0}" \
+    "$(jq -cS '.payload | {execution_id, worker_id, action_ref, params, attempt, timeout_s}' <<<"$body" | jq -c '{execution_id, worker_id, action_ref, params, attempt, timeout_s}')" \
+    "dispatch payload"
+
+# Capacity 1 is taken: the next one waits, and says why; an action nobody offers too.
+busy=$(new_execution "$action")
+nobody=$(new_execution "nobody.$action")
+wait_until 5 "[ -n \"\$(exec_field $busy wait_reason)\" ] && [ -n \"\$(exec_field $nobody wait_reason)\" ]"
+assert_eq "requested|all 1 live workers offering '$action' are at capacity" \
+    "$(exec_field "$busy" "status || '|' || wait_reason")" "waits for capacity"
+assert_eq "requested|no live worker offers action 'nobody.$action'" \
+    "$(exec_field "$nobody" "status || '|' || wait_reason")" "waits for a worker"
+
+# More capacity: it goes out, and its wait reason is cleared in the same update.
+heartbeat "$w" "$action" 2 60
+wait_until 10 "[ \"\$(exec_field $busy status)\" = scheduled ]"
+assert_eq "$w|1|" "$(exec_field "$busy" "worker, attempt, wait_reason")" "dispatched once room appeared"
+assert_eq 2 "$(queue_messages "$queue")" "two dispatches in the worker queue"
+
+# A heartbeat the registry cannot read is kept as a dead letter; the worker row is untouched.
+publish "$TOPO_EXCHANGE" "worker.heartbeat.$w" "$(envelope WorkerHeartbeat "{\"worker_id\": \"$w\", \"capacity\": 0, \"heartbeat_interval_s\": 5, \"capabilities\": []}")"
+wait_until 10 "[ \"\$(psql_q \"select count(*) from dead_letters where queue = '$TOPO_HEARTBEATS'\")\" = 1 ]"
+assert_contains "$(psql_q "select reason || ': ' || error from dead_letters where queue = '$TOPO_HEARTBEATS'")" \
+    "parse_error: field 'capacity' is 0" "why the heartbeat was refused"
+assert_eq 2 "$(psql_q "select capacity from workers where id = '$w'")" "worker row untouched"
+
+exec_stop "$EXEC_PID" ex
+assert_eq 2 "$(stat_of "$EXEC_STATS" dispatched)" "dispatched counter"
+
+# SIGINT drains like SIGTERM (exit 0); SIGQUIT leaves at once (exit 1).
+exec_start ex2
+rc=0
+bg_stop "$EXEC_PID" 10 INT || rc=$?
+assert_eq 0 "$rc" "exit status after SIGINT"
+exec_start ex3
+rc=0
+bg_stop "$EXEC_PID" 10 QUIT || rc=$?
+assert_eq 1 "$rc" "exit status after SIGQUIT"
+assert_contains "$(cat "$(bg_log ex3)")" "SIGQUIT: exiting at once" "SIGQUIT logged"
+pass

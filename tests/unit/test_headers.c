@@ -1,0 +1,127 @@
+/* AMQP headers as JSON and the x-death record, as RabbitMQ writes them for a dead letter. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "executor/headers.h"
+
+static amqp_table_entry_t utf8(const char *key, const char *v)
+{
+    amqp_table_entry_t e = {.key = amqp_cstring_bytes(key)};
+    e.value.kind = AMQP_FIELD_KIND_UTF8;
+    e.value.value.bytes = amqp_cstring_bytes(v);
+    return e;
+}
+
+static amqp_table_entry_t i64(const char *key, int64_t v)
+{
+    amqp_table_entry_t e = {.key = amqp_cstring_bytes(key)};
+    e.value.kind = AMQP_FIELD_KIND_I64;
+    e.value.value.i64 = v;
+    return e;
+}
+
+/* The x-death entry of a dispatch that expired in worker.w1.executions at 2024-05-01T12:00:00Z. */
+static amqp_field_value_t keys_value[1];
+static amqp_table_entry_t death_entries[6];
+static amqp_field_value_t deaths[1];
+static amqp_table_entry_t headers[3];
+
+static amqp_table_t dead_letter_headers(void)
+{
+    keys_value[0].kind = AMQP_FIELD_KIND_UTF8;
+    keys_value[0].value.bytes = amqp_cstring_bytes("execution.dispatch.worker.w1");
+    death_entries[0] = i64("count", 2);
+    death_entries[1] = utf8("reason", "expired");
+    death_entries[2] = utf8("queue", "worker.w1.executions");
+    death_entries[3] = (amqp_table_entry_t){.key = amqp_cstring_bytes("time")};
+    death_entries[3].value.kind = AMQP_FIELD_KIND_TIMESTAMP;
+    death_entries[3].value.value.u64 = 1714564800;
+    death_entries[4] = utf8("exchange", "attune.executions");
+    death_entries[5] = (amqp_table_entry_t){.key = amqp_cstring_bytes("routing-keys")};
+    death_entries[5].value.kind = AMQP_FIELD_KIND_ARRAY;
+    death_entries[5].value.value.array = (amqp_array_t){.num_entries = 1, .entries = keys_value};
+    deaths[0].kind = AMQP_FIELD_KIND_TABLE;
+    deaths[0].value.table = (amqp_table_t){.num_entries = 6, .entries = death_entries};
+    headers[0] = (amqp_table_entry_t){.key = amqp_cstring_bytes("x-death")};
+    headers[0].value.kind = AMQP_FIELD_KIND_ARRAY;
+    headers[0].value.value.array = (amqp_array_t){.num_entries = 1, .entries = deaths};
+    headers[1] = utf8("execution_id", "42");
+    headers[2] = utf8("x-first-death-reason", "expired");
+    return (amqp_table_t){.num_entries = 3, .entries = headers};
+}
+
+static void x_death_is_read(void **state)
+{
+    (void)state;
+    amqp_table_t t = dead_letter_headers();
+    xdeath_t xd;
+    hdr_first_death(&t, &xd);
+    assert_true(xd.present);
+    assert_string_equal(xd.reason, "expired");
+    assert_string_equal(xd.queue, "worker.w1.executions");
+    assert_string_equal(xd.exchange, "attune.executions");
+    assert_string_equal(xd.routing_key, "execution.dispatch.worker.w1");
+    assert_int_equal(xd.count, 2);
+    assert_int_equal(xd.time_s, 1714564800);
+}
+
+static void headers_become_json(void **state)
+{
+    (void)state;
+    amqp_table_t t = dead_letter_headers();
+    json_object *j = hdr_to_json(&t);
+    assert_string_equal(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+                        "{\"x-death\":[{\"count\":2,\"reason\":\"expired\",\"queue\":\"worker.w1.executions\","
+                        "\"time\":\"2024-05-01T12:00:00Z\",\"exchange\":\"attune.executions\","
+                        "\"routing-keys\":[\"execution.dispatch.worker.w1\"]}],"
+                        "\"execution_id\":\"42\",\"x-first-death-reason\":\"expired\"}");
+    json_object_put(j);
+    json_object *xd = hdr_x_death_json(&t);
+    assert_int_equal(json_object_array_length(xd), 1);
+    json_object_put(xd);
+}
+
+static void odd_values_stay_storable(void **state)
+{
+    (void)state;
+    amqp_table_entry_t e[5];
+    e[0] = (amqp_table_entry_t){.key = amqp_cstring_bytes("bin")};
+    e[0].value.kind = AMQP_FIELD_KIND_BYTES;
+    e[0].value.value.bytes = (amqp_bytes_t){.len = 4, .bytes = "a\0\xff" "b"};
+    e[1] = (amqp_table_entry_t){.key = amqp_cstring_bytes("nan")};
+    e[1].value.kind = AMQP_FIELD_KIND_F64;
+    e[1].value.value.f64 = __builtin_nan("");
+    e[2] = (amqp_table_entry_t){.key = amqp_cstring_bytes("void")};
+    e[2].value.kind = AMQP_FIELD_KIND_VOID;
+    e[3] = (amqp_table_entry_t){.key = amqp_cstring_bytes("flag")};
+    e[3].value.kind = AMQP_FIELD_KIND_BOOLEAN;
+    e[3].value.value.boolean = 1;
+    e[4] = (amqp_table_entry_t){.key = amqp_cstring_bytes("dec")};
+    e[4].value.kind = AMQP_FIELD_KIND_DECIMAL;
+    e[4].value.value.decimal = (amqp_decimal_t){.decimals = 2, .value = 1234};
+    amqp_table_t t = {.num_entries = 5, .entries = e};
+    json_object *j = hdr_to_json(&t);
+    assert_string_equal(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+                        "{\"bin\":\"a\xef\xbf\xbd\xef\xbf\xbd" "b\",\"nan\":null,\"void\":null,"
+                        "\"flag\":true,\"dec\":12.34}");
+    json_object_put(j);
+    xdeath_t xd;
+    hdr_first_death(&t, &xd);
+    assert_false(xd.present);
+    j = hdr_to_json(NULL);
+    assert_string_equal(json_object_to_json_string(j), "{ }");
+    json_object_put(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(x_death_is_read),
+        cmocka_unit_test(headers_become_json),
+        cmocka_unit_test(odd_values_stay_storable),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
