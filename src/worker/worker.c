@@ -117,6 +117,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     }
     log_kv(LOG_ERROR, "shutdown: gave up waiting", "worker", w->id, "running", running,
            "unreported", outbox, NULL);
+    w->stats.abandoned += runner_running(w->runner);
     worker_finish(w, EXIT_RUNTIME);
 }
 
