@@ -115,6 +115,13 @@ int mq_consume(mq_client_t *c, const char *queue, char *err, size_t errlen) WARN
  */
 int mq_consume_next(mq_client_t *c, int timeout_ms, mq_delivery_t **out) WARN_UNUSED;
 void mq_free_delivery(mq_client_t *c, mq_delivery_t *d);
+/*
+ * Stop consuming: basic.cancel, waiting (bounded) for cancel-ok. Deliveries the broker sent
+ * before it saw the cancel are still handed out by mq_consume_next(), which then returns
+ * MQ_ERR_CANCELLED; they can be acked or nacked as usual, since the channel stays open.
+ * MQ_OK also when not consuming. Bypasses the breaker.
+ */
+int mq_cancel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* Ack / nack bypass the breaker and never reconnect. MQ_ERR_CONNECTION when the delivery's
  * channel is gone (the broker requeued it). */
 int mq_ack(mq_client_t *c, uint64_t delivery_tag, bool multiple) WARN_UNUSED;

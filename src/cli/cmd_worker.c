@@ -1,10 +1,115 @@
-/* Placeholder for `warren worker` until its module lands (replaced by the owning change). */
+/* `warren worker [-c FILE] [--name ID]`: run a worker (docs/worker.md). */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include "cli/cli.h"
+#include "warren/log.h"
+#include "warren/topology.h"
+#include "worker/worker.h"
+
+static void worker_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: warren worker [-c FILE] [--name ID]\n"
+            "\n"
+            "Consume dispatches from the queue worker.ID.executions, run their handlers and\n"
+            "report running, completed and heartbeat messages to the executor over RabbitMQ.\n"
+            "\n"
+            "  -c, --config FILE  configuration file (default $WARREN_CONFIG)\n"
+            "  -n, --name ID      worker id; default worker.name, else $WARREN_WORKER_NAME,\n"
+            "                     else the host name. %s.\n"
+            "\n"
+            "SIGTERM or SIGINT: take no new work, let running executions finish (at most\n"
+            "worker.shutdown_timeout_s), report them and exit 0. A second one, or SIGQUIT,\n"
+            "exits at once and kills running handlers.\n"
+            "\n"
+            "Exit status: 0 stopped cleanly, 1 runtime failure or work abandoned, 2 usage or\n"
+            "configuration error (including an invalid worker id).\n",
+            TOPO_WORKER_ID_RULE);
+}
+
+/* The worker id and where it came from, in the documented order. */
+static const char *worker_id(const char *option, const warren_config_t *cfg, char *host,
+                             size_t hostlen, const char **source)
+{
+    const char *env = getenv("WARREN_WORKER_NAME");
+    if (option) {
+        *source = "--name";
+        return option;
+    }
+    if (cfg->worker.name && *cfg->worker.name) {
+        *source = "worker.name";
+        return cfg->worker.name;
+    }
+    if (env && *env) {
+        *source = "WARREN_WORKER_NAME";
+        return env;
+    }
+    *source = "the host name";
+    if (gethostname(host, hostlen) != 0)
+        host[0] = '\0';
+    host[hostlen - 1] = '\0';
+    return host;
+}
+
+static void fill_opts(worker_opts_t *o, const warren_config_t *cfg, const char *id)
+{
+    *o = (worker_opts_t){
+        .id = id,
+        .cfg = cfg,
+        .max_concurrency = cfg->worker.max_concurrency,
+        .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
+        .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
+        .runner = {
+            .handlers_dir = cfg->worker.handlers_dir,
+            .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
+            .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
+            .kill_grace_s = cfg->worker.kill_grace_s,
+            .default_timeout_s = cfg->worker.default_timeout_s,
+        },
+    };
+}
 
 int cmd_worker(int argc, char **argv)
 {
-    (void)argc;
-    fprintf(stderr, "warren %s: not built yet\n", argv[0]);
-    return EXIT_RUNTIME;
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                          {"name", required_argument, NULL, 'n'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    const char *path = NULL, *name = NULL, *source = NULL;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "c:n:h", opts, NULL)) != -1) {
+        if (ch == 'c') {
+            path = optarg;
+        } else if (ch == 'n') {
+            name = optarg;
+        } else {
+            worker_usage(ch == 'h' ? stdout : stderr);
+            return ch == 'h' ? EXIT_OK : EXIT_USAGE;
+        }
+    }
+    if (optind != argc) {
+        worker_usage(stderr);
+        return EXIT_USAGE;
+    }
+    log_set_component("worker");
+    warren_config_t cfg;
+    if (cli_load_config(path, &cfg))
+        return EXIT_USAGE;
+    char host[256];
+    const char *id = worker_id(name, &cfg, host, sizeof host, &source);
+    if (!topo_worker_id_valid(id)) {
+        fprintf(stderr, "warren worker: invalid worker id '%s' (from %s): %s; set one with --name, "
+                        "worker.name or WARREN_WORKER_NAME\n",
+                id, source, TOPO_WORKER_ID_RULE);
+        cfg_free(&cfg);
+        return EXIT_USAGE;
+    }
+    worker_opts_t o;
+    fill_opts(&o, &cfg, id);
+    int rc = worker_run(&o);
+    cfg_free(&cfg);
+    return rc;
 }

@@ -88,6 +88,24 @@ int mq_consume_next(mq_client_t *c, int timeout_ms, mq_delivery_t **out)
     }
 }
 
+int mq_cancel(mq_client_t *c, char *err, size_t errlen)
+{
+    if (!c->consumer_tag)
+        return MQ_OK;
+    amqp_basic_cancel(c->conn, MQ_CHANNEL, amqp_cstring_bytes(c->consumer_tag));
+    if (amqp_get_rpc_reply(c->conn).reply_type != AMQP_RESPONSE_NORMAL) {
+        /* The channel or the connection went away: the consumer is gone with it. */
+        if (mq_reopen_channel(c, err, errlen) != 0)
+            return MQ_ERR_CONNECTION;
+        return MQ_ERR_CLOSED_BY_BROKER;
+    }
+    log_kv(LOG_INFO, "consumer cancelled", "consumer_tag", c->consumer_tag, NULL);
+    mq_set_error(c, "consumer cancelled on request");
+    mq_consumer_lost(c, MQ_ERR_CANCELLED);
+    c->consume_event_unseen = false; /* asked for: not news for mq_pump() */
+    return MQ_OK;
+}
+
 /* A caller's delivery tag -> the broker's, refusing tags of an earlier channel. */
 static int broker_tag(mq_client_t *c, uint64_t tag, uint64_t *out)
 {

@@ -1,0 +1,133 @@
+/* Bookkeeping of the executions a worker holds, and the keys of those it finished recently. */
+#include <stdlib.h>
+#include <string.h>
+#include "worker/execs.h"
+
+void execs_init(execs_t *t)
+{
+    memset(t, 0, sizeof *t);
+}
+
+static void exec_free(exec_t *x)
+{
+    free(x->tags);
+    free(x->params);
+    free(x);
+}
+
+void execs_free(execs_t *t)
+{
+    exec_t *x = t->head;
+    while (x) {
+        exec_t *next = x->next;
+        exec_free(x);
+        x = next;
+    }
+    execs_init(t);
+}
+
+exec_t *execs_find(const execs_t *t, int64_t execution_id, int attempt)
+{
+    /* Linear: a worker holds at most about twice its concurrency. */
+    for (exec_t *x = t->head; x; x = x->next)
+        if (x->execution_id == execution_id && x->attempt == attempt)
+            return x;
+    return NULL;
+}
+
+exec_t *execs_add(execs_t *t, int64_t execution_id, int attempt)
+{
+    exec_t *x = calloc(1, sizeof *x);
+    if (!x)
+        return NULL;
+    x->execution_id = execution_id;
+    x->attempt = attempt;
+    x->state = EXEC_HELD;
+    x->prev = t->tail;
+    if (t->tail)
+        t->tail->next = x;
+    else
+        t->head = x;
+    t->tail = x;
+    t->count[EXEC_HELD]++;
+    return x;
+}
+
+static void remember(execs_t *t, const exec_t *x)
+{
+    t->recent[t->recent_next] = (execs_key_t){x->execution_id, x->attempt};
+    t->recent_next = (t->recent_next + 1) % EXECS_RECENT;
+    if (t->recent_len < EXECS_RECENT)
+        t->recent_len++;
+}
+
+void execs_remove(execs_t *t, exec_t *x, bool finished)
+{
+    if (finished)
+        remember(t, x);
+    if (x->prev)
+        x->prev->next = x->next;
+    else
+        t->head = x->next;
+    if (x->next)
+        x->next->prev = x->prev;
+    else
+        t->tail = x->prev;
+    t->count[x->state]--;
+    exec_free(x);
+}
+
+void execs_set_state(execs_t *t, exec_t *x, exec_state_t state)
+{
+    t->count[x->state]--;
+    t->count[state]++;
+    x->state = state;
+}
+
+size_t execs_count(const execs_t *t, exec_state_t state)
+{
+    return t->count[state];
+}
+
+exec_t *execs_first_held(const execs_t *t)
+{
+    for (exec_t *x = t->head; x; x = x->next)
+        if (x->state == EXEC_HELD)
+            return x;
+    return NULL;
+}
+
+bool execs_recent(const execs_t *t, int64_t execution_id, int attempt)
+{
+    for (size_t i = 0; i < t->recent_len; i++)
+        if (t->recent[i].execution_id == execution_id && t->recent[i].attempt == attempt)
+            return true;
+    return false;
+}
+
+int exec_add_tag(exec_t *x, uint64_t tag)
+{
+    if (x->n_tags == x->cap_tags) {
+        size_t cap = x->cap_tags ? x->cap_tags * 2 : 2;
+        uint64_t *grown = realloc(x->tags, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        x->tags = grown;
+        x->cap_tags = cap;
+    }
+    x->tags[x->n_tags++] = tag;
+    return 0;
+}
+
+int exec_set_params(exec_t *x, const char *json, size_t len)
+{
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, json, len);
+    copy[len] = '\0';
+    free(x->params);
+    x->params = copy;
+    x->params_len = len;
+    return 0;
+}

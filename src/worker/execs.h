@@ -1,0 +1,71 @@
+/*
+ * The executions a worker holds, keyed by (execution_id, attempt): accepted but not started yet
+ * (held), running, or finished with their completion not yet confirmed by the broker. Also the
+ * keys of the last finished ones, so a redelivered dispatch is recognised and not run twice.
+ * Pure bookkeeping: no I/O, no clock.
+ */
+#ifndef WARREN_WORKER_EXECS_H
+#define WARREN_WORKER_EXECS_H
+
+#include "warren/common.h"
+#include "warren/envelope.h"
+
+/* Finished keys remembered for duplicate detection. */
+#define EXECS_RECENT 1024
+
+typedef enum { EXEC_HELD = 0, EXEC_RUNNING, EXEC_FINISHED } exec_state_t;
+
+typedef struct exec {
+    struct exec *prev, *next;
+    int64_t execution_id;
+    int attempt;
+    exec_state_t state;
+    void *owner;               /* the worker, for the runner's callback */
+    /* The broker confirmed this execution's running status: its deliveries may be acked. */
+    bool running_reported;
+    /* Deliveries of this dispatch not acked yet (a redelivery adds one). */
+    uint64_t *tags;
+    size_t n_tags, cap_tags;
+    /* The job, kept from the dispatch until it starts. */
+    char action_ref[256];
+    char *params;              /* JSON text; NULL means {} */
+    size_t params_len;
+    int timeout_s;
+    char trace_id[ENVELOPE_ID_MAX];
+    char started_at[40];       /* RFC 3339, set when started */
+} exec_t;
+
+typedef struct execs_key {
+    int64_t execution_id;
+    int attempt;
+} execs_key_t;
+
+typedef struct execs {
+    exec_t *head, *tail;       /* arrival order: held executions start first come, first served */
+    size_t count[3];           /* per exec_state_t */
+    execs_key_t recent[EXECS_RECENT];
+    size_t recent_next, recent_len;
+} execs_t;
+
+void execs_init(execs_t *t);
+/* Frees every record (nothing is acked or published). */
+void execs_free(execs_t *t);
+
+exec_t *execs_find(const execs_t *t, int64_t execution_id, int attempt);
+/* A new held record at the tail; NULL on OOM. Freed by execs_remove() or execs_free(). */
+exec_t *execs_add(execs_t *t, int64_t execution_id, int attempt);
+/* Remove and free x; `finished` remembers its key for execs_recent(). */
+void execs_remove(execs_t *t, exec_t *x, bool finished);
+void execs_set_state(execs_t *t, exec_t *x, exec_state_t state);
+size_t execs_count(const execs_t *t, exec_state_t state);
+/* The oldest held record, or NULL. */
+exec_t *execs_first_held(const execs_t *t);
+/* True when (execution_id, attempt) finished here recently. */
+bool execs_recent(const execs_t *t, int64_t execution_id, int attempt);
+
+/* Remember a delivery to ack later; -1 on OOM. */
+int exec_add_tag(exec_t *x, uint64_t tag) WARN_UNUSED;
+/* Copy the params JSON text; -1 on OOM. */
+int exec_set_params(exec_t *x, const char *json, size_t len) WARN_UNUSED;
+
+#endif

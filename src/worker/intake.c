@@ -1,0 +1,257 @@
+/* The worker's intake: check each dispatch, recognise redeliveries, start executions in turn. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "warren/log.h"
+#include "worker/worker_internal.h"
+
+static void id_text(int64_t id, char *buf, size_t len)
+{
+    snprintf(buf, len, "%" PRId64, id);
+}
+
+/* Acks and nacks are best effort: when they fail the channel is gone and the broker has
+ * requeued the delivery, which then comes back and is handled again. */
+static void settle(worker_t *w, uint64_t tag, bool ack, bool requeue, const char *execution_id)
+{
+    int rc = ack ? mq_ack(w->consumer, tag, false) : mq_nack(w->consumer, tag, requeue);
+    if (rc != MQ_OK)
+        log_kv(LOG_INFO, ack ? "ack not sent; the broker requeued the delivery"
+                             : "nack not sent; the broker requeued the delivery",
+               "worker", w->id, "execution_id", execution_id, "status", mq_status_name(rc),
+               NULL);
+}
+
+/* Dead-letter it: nack without requeue sends it to the DLX, where the executor stores it. */
+static void reject(worker_t *w, const mq_delivery_t *d, const char *why)
+{
+    char *id = mq_header_string(&d->headers, "execution_id"); /* as the publisher labelled it */
+    w->stats.rejected++;
+    log_kv(LOG_WARN, "dispatch rejected; dead-lettered", "worker", w->id, "reason", why,
+           "message_id", d->message_id, "execution_id", id, "routing_key", d->routing_key,
+           "redelivered", d->redelivered ? "true" : "false", NULL);
+    settle(w, d->delivery_tag, false, false, id);
+    free(id);
+}
+
+static int parse(worker_t *w, const mq_delivery_t *d, envelope_t *e, dispatch_t *disp, char *why,
+                 size_t len)
+{
+    if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
+        return -1;
+    if (e->type != MSG_EXECUTION_REQUESTED) {
+        snprintf(why, len, "message_type '%s' is not ExecutionRequested", e->type_name);
+        return -1;
+    }
+    if (dispatch_from_payload(e->payload, disp, why, len) != 0)
+        return -1;
+    if (strcmp(disp->worker_id, w->id) != 0) {
+        snprintf(why, len, "dispatch for worker '%s' reached worker '%s'", disp->worker_id, w->id);
+        return -1;
+    }
+    return 0;
+}
+
+/* The same execution and attempt is already here: never run it twice. */
+static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
+{
+    char id[24];
+    id_text(x->execution_id, id, sizeof id);
+    w->stats.duplicates++;
+    if (x->running_reported) {
+        log_kv(LOG_INFO, "dispatch of an execution already running here: acked, not run again",
+               "worker", w->id, "execution_id", id, "redelivered",
+               d->redelivered ? "true" : "false", NULL);
+        settle(w, d->delivery_tag, true, false, id);
+    } else if (exec_add_tag(x, d->delivery_tag) != 0) {
+        settle(w, d->delivery_tag, false, true, id); /* out of memory: let it come back */
+    } else {
+        log_kv(LOG_INFO,
+               "dispatch of an execution already here: acked once it is reported running",
+               "worker", w->id, "execution_id", id, "redelivered",
+               d->redelivered ? "true" : "false", NULL);
+    }
+}
+
+static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const dispatch_t *disp)
+{
+    exec_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
+    if (!x)
+        return -1;
+    size_t n = 2;
+    const char *params = "{}";
+    if (disp->params)
+        params = json_object_to_json_string_length(
+            disp->params, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+    if (!params || exec_set_params(x, params, n) != 0 || exec_add_tag(x, d->delivery_tag) != 0) {
+        execs_remove(&w->execs, x, false);
+        return -1;
+    }
+    x->owner = w;
+    x->timeout_s = disp->timeout_s;
+    snprintf(x->action_ref, sizeof x->action_ref, "%s", disp->action_ref);
+    snprintf(x->trace_id, sizeof x->trace_id, "%s", e->trace_id);
+    return 0;
+}
+
+static void accept_dispatch(worker_t *w, const mq_delivery_t *d, const envelope_t *e,
+                            const dispatch_t *disp)
+{
+    char id[24];
+    id_text(disp->execution_id, id, sizeof id);
+    exec_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
+    if (x) {
+        duplicate(w, x, d);
+    } else if (execs_recent(&w->execs, disp->execution_id, disp->attempt)) {
+        w->stats.duplicates++;
+        log_kv(LOG_INFO,
+               "dispatch of an execution this worker already finished: acked, not run again",
+               "worker", w->id, "execution_id", id, NULL);
+        settle(w, d->delivery_tag, true, false, id);
+    } else if (hold(w, d, e, disp) != 0) {
+        log_kv(LOG_ERROR, "out of memory accepting a dispatch; requeued", "worker", w->id,
+               "execution_id", id, NULL);
+        settle(w, d->delivery_tag, false, true, id);
+    }
+}
+
+void intake_delivery(worker_t *w, mq_delivery_t *d)
+{
+    envelope_t e;
+    dispatch_t disp;
+    char why[ERRBUF_SIZE];
+    w->stats.deliveries++;
+    if (w->phase != PHASE_RUNNING) {
+        /* Shutting down: another worker incarnation or the queue's TTL takes it (a requeued
+         * message keeps its original expiry). */
+        w->stats.requeued++;
+        settle(w, d->delivery_tag, false, true, NULL);
+    } else if (parse(w, d, &e, &disp, why, sizeof why) != 0) {
+        reject(w, d, why);
+        envelope_free(&e);
+    } else {
+        accept_dispatch(w, d, &e, &disp);
+        envelope_free(&e);
+    }
+    mq_free_delivery(w->consumer, d);
+}
+
+static void on_done(const runner_result_t *r, void *arg)
+{
+    exec_t *x = arg;
+    worker_t *w = x->owner;
+    char ended_at[40], id[24], ms[24], code[16];
+    envelope_timestamp(ended_at, sizeof ended_at);
+    id_text(x->execution_id, id, sizeof id);
+    snprintf(ms, sizeof ms, "%" PRId64, r->duration_ms);
+    snprintf(code, sizeof code, "%d", r->exit_code);
+    if (r->outcome == RUNNER_COMPLETED)
+        w->stats.completed++;
+    else if (r->outcome == RUNNER_TIMEOUT)
+        w->stats.timed_out++;
+    else
+        w->stats.failed++;
+    log_kv(LOG_INFO, "execution finished", "worker", w->id, "execution_id", id, "action_ref",
+           x->action_ref, "outcome", runner_outcome_name(r->outcome), "exit_code", code,
+           "duration_ms", ms, "error", r->error, NULL);
+    execs_set_state(&w->execs, x, EXEC_FINISHED);
+    reporter_completion(w, x, r, ended_at);
+    worker_kick(w);
+}
+
+static void start(worker_t *w, exec_t *x)
+{
+    char id[24], err[ERRBUF_SIZE], timeout[16];
+    id_text(x->execution_id, id, sizeof id);
+    runner_job_t job = {
+        .execution_id = x->execution_id,
+        .action_ref = x->action_ref,
+        .params_json = x->params,
+        .params_len = x->params_len,
+        .attempt = x->attempt,
+        .timeout_s = x->timeout_s,
+    };
+    envelope_timestamp(x->started_at, sizeof x->started_at);
+    /* Set before runner_start: an in-process handler's result arrives from the loop later,
+     * but the state must already say running. */
+    execs_set_state(&w->execs, x, EXEC_RUNNING);
+    if (runner_start(w->runner, &job, on_done, x, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id,
+               "execution_id", id, "error", err, NULL);
+        w->stats.rejected++;
+        for (size_t i = 0; i < x->n_tags; i++)
+            settle(w, x->tags[i], false, false, id);
+        execs_remove(&w->execs, x, false);
+        return;
+    }
+    w->stats.started++;
+    snprintf(timeout, sizeof timeout, "%d",
+             x->timeout_s > 0 ? x->timeout_s : w->o.runner.default_timeout_s);
+    log_kv(LOG_INFO, "execution started", "worker", w->id, "execution_id", id, "action_ref",
+           x->action_ref, "timeout_s", timeout, NULL);
+    reporter_running(w, x);
+}
+
+/* Room for one more: a free slot, and room in the outbox for its two reports and those of every
+ * running execution, so a report never finds the outbox full. */
+static bool room_to_start(const worker_t *w)
+{
+    size_t running = runner_running(w->runner);
+    return running < (size_t)w->o.max_concurrency &&
+           w->outbox.len + 2 * (running + 1) <= w->outbox.cap;
+}
+
+/* While reports fail nothing new starts: work whose status cannot reach the executor would
+ * only be wasted, and its dispatch stays safely unacked meanwhile. Failing means the outbox is
+ * waiting to retry (its timer kicks again), or the publisher's breaker is open, say from failed
+ * heartbeats (then the same timer is armed for when it admits a probe). */
+static bool reports_flow(worker_t *w)
+{
+    if (w->outbox.failing)
+        return false;
+    int64_t wait = breaker_retry_in_ms(mq_breaker(w->publisher), now_mono_ms());
+    if (wait <= 0)
+        return true;
+    if (!evtimer_pending(w->ev_retry, NULL))
+        (void)worker_arm(w->ev_retry, wait);
+    return false;
+}
+
+void intake_start_held(worker_t *w)
+{
+    exec_t *x;
+    while (w->phase == PHASE_RUNNING && room_to_start(w) &&
+           (x = execs_first_held(&w->execs)) != NULL && reports_flow(w))
+        start(w, x);
+}
+
+void intake_requeue_held(worker_t *w)
+{
+    exec_t *x;
+    while ((x = execs_first_held(&w->execs)) != NULL) {
+        char id[24];
+        id_text(x->execution_id, id, sizeof id);
+        for (size_t i = 0; i < x->n_tags; i++) {
+            w->stats.requeued++;
+            settle(w, x->tags[i], false, true, id);
+        }
+        log_kv(LOG_INFO, "dispatch not started; requeued", "worker", w->id, "execution_id", id,
+               NULL);
+        execs_remove(&w->execs, x, false);
+    }
+}
+
+void intake_forget_deliveries(worker_t *w)
+{
+    exec_t *x = w->execs.head;
+    while (x) {
+        exec_t *next = x->next;
+        x->n_tags = 0;
+        if (x->state == EXEC_HELD) {
+            w->stats.dropped_held++;
+            execs_remove(&w->execs, x, false);
+        }
+        x = next;
+    }
+}

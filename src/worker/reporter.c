@@ -1,0 +1,233 @@
+/* The worker's reports: running statuses and completions through the outbox, and heartbeats. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "warren/log.h"
+#include "warren/version.h"
+#include "worker/report.h"
+#include "worker/worker_internal.h"
+
+static void id_text(int64_t id, char *buf, size_t len)
+{
+    snprintf(buf, len, "%" PRId64, id);
+}
+
+/* body (malloc'd, may be NULL after OOM) is taken over. */
+static void enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t type,
+                    const char *message_id, const char *key_prefix, char *body, size_t len)
+{
+    char key[160], id[24];
+    snprintf(key, sizeof key, "%s.%s", key_prefix, w->id);
+    outbox_msg_t *m = body ? outbox_msg_new(kind, x->execution_id, x->attempt, type, message_id,
+                                            key, body, len)
+                           : NULL;
+    if (m && outbox_push(&w->outbox, m, now_mono_ms()) == 0)
+        return;
+    /* Cannot happen while intake keeps room for every running execution's reports. */
+    id_text(x->execution_id, id, sizeof id);
+    w->stats.reports_lost++;
+    log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped",
+           "worker", w->id, "execution_id", id, "type", msg_type_name(type), NULL);
+    outbox_msg_free(m);
+}
+
+void reporter_running(worker_t *w, exec_t *x)
+{
+    char message_id[40];
+    size_t len = 0;
+    envelope_new_id(message_id, sizeof message_id);
+    report_running_t r = {
+        .worker_id = w->id,
+        .execution_id = x->execution_id,
+        .attempt = x->attempt,
+        .started_at = x->started_at,
+        .trace_id = x->trace_id,
+    };
+    char *body = report_running_body(&r, message_id, &len);
+    enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id, "execution.status",
+            body, len);
+}
+
+void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at)
+{
+    char message_id[40], id[24];
+    size_t len = 0;
+    report_result_fate_t fate;
+    envelope_new_id(message_id, sizeof message_id);
+    report_completion_t c = {
+        .worker_id = w->id,
+        .execution_id = x->execution_id,
+        .attempt = x->attempt,
+        .status = runner_outcome_name(r->outcome),
+        .result_json = r->result_json,
+        .exit_code = r->exit_code,
+        .signal = r->signal,
+        .error = r->error,
+        .stderr_tail = r->stderr_tail,
+        .truncated = r->truncated,
+        .started_at = x->started_at,
+        .ended_at = ended_at,
+        .duration_ms = r->duration_ms,
+        .trace_id = x->trace_id,
+    };
+    char *body = report_completion_body(&c, message_id, &len, &fate);
+    if (body && fate != REPORT_RESULT_KEPT) {
+        id_text(x->execution_id, id, sizeof id);
+        log_kv(LOG_WARN,
+               fate == REPORT_RESULT_TOO_DEEP
+                   ? "result nests too deep for a message: sent as text under \"output\""
+                   : "result too large for a message: cut, sent as text under \"output\"",
+               "worker", w->id, "execution_id", id, NULL);
+    }
+    enqueue(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id, "execution.completed",
+            body, len);
+}
+
+static int publish(worker_t *w, const outbox_msg_t *m)
+{
+    char id[24];
+    id_text(m->execution_id, id, sizeof id);
+    mq_message_t msg = {
+        .exchange = w->exchange,
+        .routing_key = m->routing_key,
+        .body = m->body,
+        .body_len = m->body_len,
+        .message_id = m->message_id,
+        .correlation_id = id,
+        .type = msg_type_name(m->type),
+        .execution_id = id,
+        .mandatory = true, /* unroutable means not delivered: retry, do not ack the dispatch */
+    };
+    return mq_publish(w->publisher, &msg);
+}
+
+/* The broker confirmed m: a running status releases the dispatch's deliveries, a completion
+ * ends the execution's stay. */
+static void settled(worker_t *w, const outbox_msg_t *m)
+{
+    char id[24];
+    exec_t *x = execs_find(&w->execs, m->execution_id, m->attempt);
+    if (!x)
+        return;
+    id_text(x->execution_id, id, sizeof id);
+    if (m->kind == OUTBOX_COMPLETED) {
+        log_kv(LOG_DEBUG, "completion confirmed", "worker", w->id, "execution_id", id, NULL);
+        execs_remove(&w->execs, x, true);
+        return;
+    }
+    x->running_reported = true;
+    for (size_t i = 0; i < x->n_tags; i++)
+        if (mq_ack(w->consumer, x->tags[i], false) != MQ_OK)
+            log_kv(LOG_INFO, "ack not sent; the broker requeued the dispatch (its redelivery is "
+                             "acked without running it again)",
+                   "worker", w->id, "execution_id", id, NULL);
+    x->n_tags = 0;
+}
+
+static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
+{
+    char id[24], ms[24], tries[16];
+    int64_t now = now_mono_ms();
+    int64_t wait = breaker_retry_in_ms(mq_breaker(w->publisher), now);
+    int64_t delay;
+    if (status == MQ_ERR_BREAKER_OPEN) {
+        /* Nothing was sent: come back when the breaker admits a probe, quietly. */
+        delay = wait > 0 ? wait : 1;
+        outbox_defer(&w->outbox, now, delay);
+        (void)worker_arm(w->ev_retry, delay);
+        return;
+    }
+    delay = outbox_failed(&w->outbox, now, wait, worker_random());
+    w->stats.publish_retries++;
+    id_text(m->execution_id, id, sizeof id);
+    snprintf(ms, sizeof ms, "%" PRId64, delay);
+    snprintf(tries, sizeof tries, "%d", m->tries);
+    log_kv(LOG_WARN, "report not confirmed; retrying", "worker", w->id, "execution_id", id,
+           "type", msg_type_name(m->type), "status", mq_status_name(status), "error",
+           mq_last_error(w->publisher), "tries", tries, "retry_in_ms", ms, NULL);
+    (void)worker_arm(w->ev_retry, delay);
+}
+
+void reporter_flush(worker_t *w)
+{
+    outbox_msg_t *m;
+    while ((m = outbox_due(&w->outbox, now_mono_ms())) != NULL) {
+        int rc = publish(w, m);
+        if (rc != MQ_OK) {
+            retry_later(w, m, rc);
+            return;
+        }
+        m = outbox_pop(&w->outbox);
+        if (m->tries > 0) {
+            char id[24];
+            id_text(m->execution_id, id, sizeof id);
+            log_kv(LOG_INFO, "report confirmed after retrying", "worker", w->id, "execution_id",
+                   id, "type", msg_type_name(m->type), NULL);
+        }
+        settled(w, m);
+        outbox_msg_free(m);
+    }
+}
+
+void reporter_heartbeat(worker_t *w, const char *status)
+{
+    char message_id[40], key[160];
+    size_t len = 0;
+    envelope_new_id(message_id, sizeof message_id);
+    snprintf(key, sizeof key, "worker.heartbeat.%s", w->id);
+    json_object *capabilities = runner_handlers(w->runner);
+    report_heartbeat_t h = {
+        .worker_id = w->id,
+        .status = status,
+        .capabilities = capabilities,
+        .capacity = w->o.max_concurrency,
+        .running = (int)runner_running(w->runner),
+        .heartbeat_interval_s = w->o.heartbeat_interval_s,
+        .host = w->host,
+        .version = WARREN_VERSION,
+        .started_at = w->started_at,
+    };
+    char *body = report_heartbeat_body(&h, message_id, &len);
+    json_object_put(capabilities);
+    mq_message_t msg = {
+        .exchange = w->exchange,
+        .routing_key = key,
+        .body = body,
+        .body_len = len,
+        .message_id = message_id,
+        .type = msg_type_name(MSG_WORKER_HEARTBEAT),
+        .mandatory = true,
+    };
+    bool built = body != NULL;
+    int rc = built ? mq_publish(w->publisher, &msg) : MQ_ERR_CONNECTION;
+    free(body);
+    if (rc == MQ_OK) {
+        /* Only the change is news: a broker outage would otherwise log every interval. */
+        log_kv(w->heartbeats_failing ? LOG_INFO : LOG_DEBUG,
+               w->heartbeats_failing ? "heartbeats published again" : "heartbeat sent", "worker",
+               w->id, "status", status, NULL);
+        w->heartbeats_failing = false;
+        return;
+    }
+    w->stats.heartbeats_failed++;
+    log_kv(w->heartbeats_failing ? LOG_DEBUG : LOG_WARN, "heartbeat not published", "worker",
+           w->id, "status", status, "reason", built ? mq_status_name(rc) : "out of memory",
+           "error", mq_last_error(w->publisher), NULL);
+    w->heartbeats_failing = true;
+}
+
+void reporter_give_up(worker_t *w)
+{
+    outbox_msg_t *m;
+    while ((m = outbox_pop(&w->outbox)) != NULL) {
+        char id[24], tries[16];
+        id_text(m->execution_id, id, sizeof id);
+        snprintf(tries, sizeof tries, "%d", m->tries);
+        w->stats.reports_lost++;
+        log_kv(LOG_ERROR, "report never confirmed; given up at exit (the executor's monitor "
+                          "settles the execution)",
+               "worker", w->id, "execution_id", id, "type", msg_type_name(m->type), "tries",
+               tries, NULL);
+        outbox_msg_free(m);
+    }
+}

@@ -1,0 +1,328 @@
+/* The worker daemon: one event loop, its timers and signals, graded shutdown, stats. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "warren/log.h"
+#include "worker/worker_internal.h"
+
+#define STATS_INTERVAL_S 60
+/* After the handlers were told to stop: time left for them to die and for their reports. */
+#define FLUSH_GRACE_S 10
+/* Reports that may queue up beyond two per running execution before new starts wait. */
+#define OUTBOX_SLACK 16
+#define RETRY_BASE_MS 200
+#define RETRY_MAX_MS 30000
+#define SUBSCRIBE_BASE_MS 250
+#define SUBSCRIBE_MAX_MS 10000
+
+double worker_random(void)
+{
+    return (double)random() / ((double)RAND_MAX + 1.0);
+}
+
+static struct timeval ms_tv(int64_t ms)
+{
+    return (struct timeval){.tv_sec = (time_t)(ms / 1000),
+                            .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+}
+
+static void stats_log(worker_t *w, const char *msg)
+{
+    const worker_stats_t *s = &w->stats;
+    const uint64_t n[] = {
+        runner_running(w->runner), execs_count(&w->execs, EXEC_HELD), w->outbox.len,
+        s->deliveries, s->started, s->completed, s->failed, s->timed_out, s->rejected,
+        s->duplicates, s->requeued, s->dropped_held, s->publish_retries, s->reports_lost,
+        s->heartbeats_failed, s->resubscribes, s->abandoned,
+    };
+    char v[sizeof n / sizeof n[0]][24];
+    for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
+        snprintf(v[i], sizeof v[i], "%" PRIu64, n[i]);
+    log_kv(LOG_INFO, msg, "worker", w->id, "running", v[0], "held", v[1], "outbox", v[2],
+           "deliveries", v[3], "started", v[4], "completed", v[5], "failed", v[6], "timeout",
+           v[7], "rejected", v[8], "duplicates", v[9], "requeued", v[10], "dropped_held", v[11],
+           "publish_retries", v[12], "reports_lost", v[13], "heartbeats_failed", v[14],
+           "resubscribes", v[15], "abandoned", v[16], NULL);
+}
+
+void worker_finish(worker_t *w, int exit_code)
+{
+    if (w->phase == PHASE_DONE)
+        return;
+    w->exit_code = exit_code;
+    w->phase = PHASE_DONE;
+    event_base_loopbreak(w->base);
+}
+
+/* Draining ends when nothing runs and everything is reported. */
+static void check_drained(worker_t *w)
+{
+    if (w->phase != PHASE_DRAINING || runner_running(w->runner) > 0 || w->outbox.len > 0)
+        return;
+    log_kv(LOG_INFO, "drained: every execution finished and reported", "worker", w->id, NULL);
+    reporter_heartbeat(w, "stopping");
+    worker_finish(w, EXIT_OK);
+}
+
+void worker_kick(worker_t *w)
+{
+    if (w->phase == PHASE_DONE)
+        return;
+    if (w->kicking) {
+        w->kick_again = true;
+        return;
+    }
+    w->kicking = true;
+    do {
+        w->kick_again = false;
+        intake_start_held(w);
+        reporter_flush(w);
+    } while (w->kick_again && w->phase != PHASE_DONE);
+    w->kicking = false;
+    check_drained(w);
+}
+
+int worker_arm(struct event *ev, int64_t ms)
+{
+    struct timeval tv = ms_tv(ms);
+    if (ev && evtimer_add(ev, &tv) == 0)
+        return 0;
+    log_kv(LOG_ERROR, "cannot arm a timer", NULL);
+    return -1;
+}
+
+/* First the drain deadline: stop the handlers (their ends are still reported). Then, after
+ * the kill grace and a little time to report, give up. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    worker_t *w = arg;
+    char running[24], outbox[24];
+    snprintf(running, sizeof running, "%zu", runner_running(w->runner));
+    snprintf(outbox, sizeof outbox, "%zu", w->outbox.len);
+    if (!w->terminated) {
+        w->terminated = true;
+        if (runner_running(w->runner) > 0)
+            log_kv(LOG_WARN, "shutdown timeout: stopping the running handlers", "worker", w->id,
+                   "running", running, NULL);
+        runner_terminate_all(w->runner);
+        int64_t grace_s = (int64_t)w->o.runner.kill_grace_s + FLUSH_GRACE_S;
+        (void)worker_arm(w->ev_deadline, grace_s * 1000);
+        return;
+    }
+    log_kv(LOG_ERROR, "shutdown: gave up waiting", "worker", w->id, "running", running,
+           "unreported", outbox, NULL);
+    w->stats.abandoned += runner_running(w->runner);
+    worker_finish(w, EXIT_RUNTIME);
+}
+
+static void drain(worker_t *w, const char *signal_name)
+{
+    char running[24], timeout[16];
+    snprintf(running, sizeof running, "%zu", runner_running(w->runner));
+    snprintf(timeout, sizeof timeout, "%d", w->o.shutdown_timeout_s);
+    log_kv(LOG_INFO, "shutting down: no new dispatches, finishing running executions", "worker",
+           w->id, "signal", signal_name, "running", running, "shutdown_timeout_s", timeout, NULL);
+    w->phase = PHASE_DRAINING;
+    intake_requeue_held(w);
+    reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
+    (void)worker_arm(w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
+    subscriber_cancel(w); /* requeues what arrives meanwhile; may already finish the drain */
+    worker_kick(w);
+}
+
+/* Second signal or SIGQUIT: running handlers are killed without a report; the executor's
+ * monitor fails their executions once this worker's heartbeats stop. */
+static void exit_now(worker_t *w, const char *signal_name)
+{
+    size_t running = runner_running(w->runner);
+    char n[24], outbox[24];
+    snprintf(n, sizeof n, "%zu", running);
+    snprintf(outbox, sizeof outbox, "%zu", w->outbox.len);
+    w->stats.abandoned += running;
+    log_kv(LOG_WARN, "exiting now: running handlers are killed", "worker", w->id, "signal",
+           signal_name, "running", n, "unreported", outbox, NULL);
+    worker_finish(w, running > 0 || w->outbox.len > 0 ? EXIT_RUNTIME : EXIT_OK);
+}
+
+static void on_signal(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    worker_t *w = arg;
+    int sig = (int)fd;
+    const char *name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGQUIT";
+    if (sig == SIGQUIT || w->phase == PHASE_DRAINING)
+        exit_now(w, name);
+    else if (w->phase == PHASE_RUNNING)
+        drain(w, name);
+}
+
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    worker_t *w = arg;
+    subscriber_pump(w);
+    int rc = mq_pump(w->publisher);
+    (void)rc; /* heartbeats and late frames; a loss shows at the next publish */
+}
+
+static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    worker_t *w = arg;
+    reporter_heartbeat(w, w->phase == PHASE_RUNNING ? "online" : "stopping");
+}
+
+static void on_stats(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    stats_log(arg, "worker stats");
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    worker_kick(arg);
+}
+
+/* AMQP heartbeats are only sent from inside library calls: pump well within the interval. */
+static int64_t pump_interval_ms(const warren_config_t *cfg)
+{
+    int64_t ms = (int64_t)cfg->rabbitmq.heartbeat_s * 1000 / 4;
+    return ms > 0 && ms < 1000 ? ms : 1000;
+}
+
+static int add_periodic(worker_t *w, struct event **ev, int64_t ms, event_callback_fn cb)
+{
+    struct timeval tv = ms_tv(ms);
+    *ev = event_new(w->base, -1, EV_PERSIST, cb, w);
+    return *ev && event_add(*ev, &tv) == 0 ? 0 : -1;
+}
+
+static int add_signal(worker_t *w, struct event **ev, int sig)
+{
+    *ev = evsignal_new(w->base, sig, on_signal, w);
+    return *ev && event_add(*ev, NULL) == 0 ? 0 : -1;
+}
+
+static int setup_events(worker_t *w)
+{
+    w->ev_retry = evtimer_new(w->base, on_retry, w);
+    w->ev_deadline = evtimer_new(w->base, on_deadline, w);
+    if (!w->ev_retry || !w->ev_deadline ||
+        add_periodic(w, &w->ev_pump, pump_interval_ms(w->o.cfg), on_pump) != 0 ||
+        add_periodic(w, &w->ev_heartbeat, (int64_t)w->o.heartbeat_interval_s * 1000,
+                     on_heartbeat) != 0 ||
+        add_periodic(w, &w->ev_stats, STATS_INTERVAL_S * 1000, on_stats) != 0 ||
+        add_signal(w, &w->ev_sigterm, SIGTERM) != 0 || add_signal(w, &w->ev_sigint, SIGINT) != 0 ||
+        add_signal(w, &w->ev_sigquit, SIGQUIT) != 0)
+        return -1;
+    return 0;
+}
+
+static int setup_clients(worker_t *w)
+{
+    mq_options_t mo;
+    mq_options_from_config(&mo, w->o.cfg, "warren-worker");
+    mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channel */
+    w->consumer = mq_new(&mo);
+    mo.prefetch = 0;
+    w->publisher = mq_new(&mo);
+    return w->consumer && w->publisher ? 0 : -1;
+}
+
+static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
+{
+    w->o = *o;
+    snprintf(w->id, sizeof w->id, "%s", o->id);
+    w->o.id = w->id;
+    if (topo_worker_queue(w->id, w->queue, sizeof w->queue) != 0) {
+        snprintf(err, errlen, "invalid worker id '%s': %s", o->id, TOPO_WORKER_ID_RULE);
+        return -1;
+    }
+    w->exchange = o->cfg->rabbitmq.exchanges.executions;
+    if (gethostname(w->host, sizeof w->host) != 0)
+        snprintf(w->host, sizeof w->host, "unknown");
+    w->host[sizeof w->host - 1] = '\0';
+    envelope_timestamp(w->started_at, sizeof w->started_at);
+    execs_init(&w->execs);
+    outbox_init(&w->outbox, 2 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
+                RETRY_MAX_MS);
+    backoff_init(&w->subscribe_backoff, SUBSCRIBE_BASE_MS, SUBSCRIBE_MAX_MS);
+    w->base = event_base_new();
+    if (!w->base) {
+        snprintf(err, errlen, "cannot create the event loop");
+        return -1;
+    }
+    w->runner = runner_new(w->base, &o->runner, err, errlen);
+    if (!w->runner)
+        return -1;
+    if (setup_clients(w) != 0 || setup_events(w) != 0) {
+        snprintf(err, errlen, "out of memory setting up the worker");
+        return -1;
+    }
+    return 0;
+}
+
+static void free_event(struct event **ev)
+{
+    if (*ev)
+        event_free(*ev);
+    *ev = NULL;
+}
+
+static void teardown(worker_t *w)
+{
+    reporter_give_up(w);
+    if (w->runner)
+        stats_log(w, "worker stopped");
+    struct event **events[] = {&w->ev_consume, &w->ev_consume_stale, &w->ev_subscribe,
+                               &w->ev_retry, &w->ev_deadline, &w->ev_pump, &w->ev_heartbeat,
+                               &w->ev_stats, &w->ev_sigterm, &w->ev_sigint, &w->ev_sigquit};
+    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
+        free_event(events[i]);
+    if (w->runner)
+        runner_free(w->runner); /* kills what still runs */
+    /* Closing the consumer connection hands every unacked delivery back to the broker. */
+    mq_destroy(w->consumer);
+    mq_destroy(w->publisher);
+    execs_free(&w->execs);
+    outbox_free(&w->outbox);
+    if (w->base)
+        event_base_free(w->base);
+}
+
+int worker_run(const worker_opts_t *opts)
+{
+    char err[ERRBUF_SIZE] = "";
+    worker_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return EXIT_RUNTIME;
+    srandom((unsigned)(getpid() ^ (pid_t)now_wall_ms()));
+    int rc = EXIT_RUNTIME;
+    if (setup(w, opts, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "worker cannot start", "worker", opts->id, "error", err, NULL);
+    } else {
+        char n[16];
+        snprintf(n, sizeof n, "%d", opts->max_concurrency);
+        log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue,
+               "max_concurrency", n, "handlers_dir", opts->runner.handlers_dir, "host", w->host,
+               NULL);
+        subscriber_start_later(w, 0);
+        if (w->phase != PHASE_DONE)
+            event_base_dispatch(w->base);
+        rc = w->exit_code;
+    }
+    teardown(w);
+    free(w);
+    return rc;
+}

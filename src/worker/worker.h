@@ -1,0 +1,28 @@
+/*
+ * `warren worker`: consumes dispatches from its queue worker.{id}.executions, runs them with the
+ * handler runner and reports running, completed and heartbeat messages, all on one libevent loop.
+ * See docs/worker.md.
+ */
+#ifndef WARREN_WORKER_WORKER_H
+#define WARREN_WORKER_WORKER_H
+
+#include "warren/config.h"
+#include "worker/runner.h"
+
+/* Bytes of a handler's stderr kept for its completion message. */
+#define WORKER_STDERR_TAIL_BYTES 8192
+
+typedef struct worker_opts {
+    const char *id;                  /* valid worker id (topo_worker_id_valid) */
+    const warren_config_t *cfg;      /* broker connection, breaker and topology; borrowed */
+    int max_concurrency;             /* executions at once; also the consumer prefetch */
+    int heartbeat_interval_s;
+    int shutdown_timeout_s;          /* first SIGTERM: wait this long for running executions */
+    runner_opts_t runner;
+} worker_opts_t;
+
+/* Run until stopped by a signal (or a fatal broker refusal). Returns the exit code: 0 after a
+ * clean drain, 1 when work was abandoned or the worker could not start. */
+int worker_run(const worker_opts_t *opts);
+
+#endif

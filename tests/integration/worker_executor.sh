@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# End to end with the real executor: executions inserted as requested are scheduled onto a real
+# worker, run, and their rows end completed (result = the params), failed (exit code in the
+# error) and timeout, each having passed through running; the worker's row follows its
+# heartbeats, "stopping" after SIGTERM.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
+require_stack
+worker_env
+
+exec_start ex
+new_worker w e2e
+on_exit "psql_q \"update executions set status = 'cancelled' where pinned_worker = '$w'
+    and status in ('requested', 'scheduled', 'running', 'canceling')\" >/dev/null 2>&1"
+start_worker worker "$w"
+wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$w'\")\" = online ]"
+assert_eq "t|4|1" "$(psql_q "select 'core.echo' = any(capabilities), capacity, heartbeat_interval_s
+                             from workers where id = '$w'")" "the worker's row"
+
+echo_id=$(new_execution core.echo "$w" '{"greeting": "hello", "n": [1, 2]}')
+fail_id=$(new_execution core.fail "$w" '{"code": 4}')
+slow_id=$(psql_q "insert into executions (action_ref, pinned_worker, params, timeout_s)
+                  values ('core.sleep', '$w', '{\"seconds\": 30}', 1) returning id")
+
+settled() { [ "$(exec_field "$1" status)" = "$2" ]; }
+wait_until 20 settled "$echo_id" completed
+wait_until 20 settled "$fail_id" failed
+wait_until 20 settled "$slow_id" timeout
+
+assert_eq '{"n": [1, 2], "greeting": "hello"}' "$(exec_field "$echo_id" result)" "echo result"
+assert_eq "$w|1|t|t" "$(exec_field "$echo_id" "worker, attempt, started_at is not null, ended_at >= started_at")" \
+    "echo row"
+assert_contains "$(exec_field "$fail_id" error)" "handler exited with code 4"
+assert_contains "$(exec_field "$slow_id" error)" "timed out after 1 s"
+for id in "$echo_id" "$fail_id" "$slow_id"; do
+    assert_eq "requested scheduled running $(exec_field "$id" status)" \
+        "$(psql_q "select string_agg(to_status, ' ' order by id) from execution_events where execution_id = $id")" \
+        "history of $id"
+done
+wait_settled "worker.$w.executions"
+
+stop_worker worker "$BG_PID"
+assert_contains "$WORKER_STATS" '"completed":"1"'
+wait_until 10 "[ \"\$(psql_q \"select status || ' ' || running from workers where id = '$w'\")\" = 'stopping 0' ]"
+exec_stop "$EXEC_PID" ex
+pass
