@@ -41,9 +41,10 @@ static int workers_parse(int argc, char **argv, workers_opts_t *o)
 }
 
 /* Liveness is computed by the database clock, the one last_heartbeat was written with;
- * $1 is executor.heartbeat_stale_factor. */
+ * $1 is executor.heartbeat_stale_factor. A heartbeat committed after this statement's now()
+ * would give a negative age: it is 0. */
 #define WORKERS_ROWS                                                                               \
-    "SELECT w.*, extract(epoch FROM now() - last_heartbeat) AS heartbeat_age_s,"                   \
+    "SELECT w.*, greatest(extract(epoch FROM now() - last_heartbeat), 0) AS heartbeat_age_s,"      \
     " now() - last_heartbeat < $1::integer * heartbeat_interval_s * interval '1 second' AS live "  \
     "FROM workers w"
 
