@@ -157,7 +157,8 @@ static double bench_consume(amqp_connection_state_t c, amqp_bytes_t q, const ben
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: bench_broker [-u AMQP_URL] [-n MESSAGES] [-w WINDOW] [-s BYTES] [-p PREFETCH]\n"
+    fprintf(out, "usage: bench_broker [-u AMQP_URL] [-n MESSAGES] [-w WINDOW] [-s BYTES]\n"
+                 "                    [-p PREFETCH]\n"
                  "AMQP_URL defaults to $WARREN__MESSAGE_QUEUE__RABBITMQ__URL.\n");
 }
 

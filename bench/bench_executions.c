@@ -100,8 +100,8 @@ static int report(PGconn *db, const char *lo, const char *hi, double waited, con
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: bench_executions -l LABEL -n N -e EXPECTED_STATUS [-a ACTION] [-w WORKER]\n"
-                 "                        [-d DATABASE_URL] [-t MAX_WAIT_S]\n"
+    fprintf(out, "usage: bench_executions -l LABEL -n N -e EXPECTED_STATUS [-a ACTION]\n"
+                 "                        [-w WORKER] [-d DATABASE_URL] [-t MAX_WAIT_S]\n"
                  "DATABASE_URL defaults to $WARREN__DATABASE__URL, ACTION to core.noop.\n");
 }
 
@@ -129,7 +129,8 @@ static void parse(int argc, char **argv, exec_opts_t *o)
 
 int main(int argc, char **argv)
 {
-    exec_opts_t o = {.url = getenv("WARREN__DATABASE__URL"), .action = "core.noop", .max_wait_s = 120};
+    exec_opts_t o = {
+        .url = getenv("WARREN__DATABASE__URL"), .action = "core.noop", .max_wait_s = 120};
     parse(argc, argv, &o);
     char err[ERRBUF_SIZE], n[16];
     PGconn *db = db_connect(o.url, 5, err, sizeof err);

@@ -28,7 +28,8 @@ static void get_usage(FILE *out)
             "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
             "  -h, --help         show this help\n"
             "\n"
-            "Exit codes: 0 ok, 1 no such execution or a database error, 2 usage or configuration.\n",
+            "Exit codes: 0 ok, 1 no such execution or a database error, 2 usage or\n"
+            "configuration error.\n",
             get_usage_line);
 }
 
