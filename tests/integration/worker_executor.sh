@@ -2,7 +2,7 @@
 # End to end with the real executor: executions inserted as requested are scheduled onto a real
 # worker, run, and their rows end completed (result = the params), failed (exit code in the
 # error) and timeout, each having passed through running; the worker's row follows its
-# heartbeats, "stopping" after SIGTERM.
+# heartbeats, "offline" once drained after SIGTERM.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -43,6 +43,6 @@ wait_settled "worker.$w.executions"
 
 stop_worker worker "$BG_PID"
 assert_contains "$WORKER_STATS" '"completed":"1"'
-wait_until 10 "[ \"\$(psql_q \"select status || ' ' || running from workers where id = '$w'\")\" = 'stopping 0' ]"
+wait_until 10 "[ \"\$(psql_q \"select status || ' ' || running from workers where id = '$w'\")\" = 'offline 0' ]"
 exec_stop "$EXEC_PID" ex
 pass
