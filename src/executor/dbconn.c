@@ -34,6 +34,11 @@ static void drop(dbconn_t *d)
     d->next_try_ms = now_mono_ms() + delay;
 }
 
+static int simple(PGconn *db, const char *sql, char *err, size_t errlen)
+{
+    return db_exec(db, sql, 0, NULL, NULL, err, errlen);
+}
+
 PGconn *dbc_get(dbconn_t *d)
 {
     if (d->conn)
@@ -50,17 +55,16 @@ PGconn *dbc_get(dbconn_t *d)
         d->down_logged = true;
         return NULL;
     }
+    /* Short OLTP statements: JIT compiling them costs far more than it saves, and the
+     * claim statement's estimate can cross jit_above_cost with a large backlog. */
+    if (simple(d->conn, "SET jit = off", err, sizeof err) != 0)
+        log_kv(LOG_WARN, "could not turn JIT off for the executor's session", "error", err, NULL);
     backoff_reset(&d->backoff);
     if (d->down_logged || d->reconnects > 0)
         log_kv(LOG_INFO, "database connection restored", NULL);
     d->down_logged = false;
     d->reconnects++;
     return d->conn;
-}
-
-static int simple(PGconn *db, const char *sql, char *err, size_t errlen)
-{
-    return db_exec(db, sql, 0, NULL, NULL, err, errlen);
 }
 
 dbc_result_t dbc_transaction(dbconn_t *d, const char *what, dbc_work_fn work, void *arg)

@@ -150,6 +150,12 @@ static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[1
         } else if (attempt != it->disp.attempt) {
             inmsg_reject(&it->in, "stale_attempt", "dispatch of attempt %d; the execution is on attempt %d",
                        it->disp.attempt, attempt);
+        } else if (st == EXEC_RUNNING || st == EXEC_CANCELING) {
+            /* The worker already reported this attempt running, so this is a leftover copy
+             * of the dispatch (ack lost, requeued, expired): failing would kill healthy work.
+             * A worker that really died is caught by the timeout monitor. */
+            inmsg_reject(&it->in, "execution_started", "the execution is already %s on attempt %d",
+                       status[r], attempt);
         } else if (!trans_legal(st, EXEC_FAILED)) {
             inmsg_reject(&it->in, "status_conflict", "the execution is %s, which cannot become failed",
                        status[r]);

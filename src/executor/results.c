@@ -30,6 +30,7 @@ typedef struct result_msg {
     char worker[WORKER_ID_MAX + 1];  /* "" when unknown */
     char *result;                 /* JSON text or NULL */
     char *error_text;             /* cleaned, or NULL */
+    char *outcome;                /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
     int round;                    /* nth message for its execution in this batch */
     bool applied;
 } result_msg_t;
@@ -75,8 +76,25 @@ static int parse_status(result_msg_t *m)
     return 0;
 }
 
+/* The handler's ending as the worker reported it; only the known fields, NUL-free text. */
+static char *outcome_json(json_object *payload)
+{
+    static const char *const keys[] = {"exit_code", "signal", "stderr_tail", "truncated",
+                                       "duration_ms"};
+    json_object *o = json_object_new_object(), *v;
+    for (size_t i = 0; o && i < sizeof keys / sizeof keys[0]; i++)
+        if (json_object_object_get_ex(payload, keys[i], &v) && v && !mf_has_nul(v))
+            json_object_object_add(o, keys[i], json_object_get(v));
+    char *text = o && json_object_object_length(o) > 0
+                     ? strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN))
+                     : NULL;
+    json_object_put(o);
+    return text;
+}
+
 static int parse_outcome(result_msg_t *m)
 {
+    m->outcome = outcome_json(m->in.env.payload);
     json_object *result = NULL;
     if (json_object_object_get_ex(m->in.env.payload, "result", &result) && result &&
         !json_object_is_type(result, json_type_null)) {
@@ -147,10 +165,11 @@ static const char apply_sql[] =
     " started_at = CASE WHEN u.status = 'running' THEN now() ELSE e.started_at END,"
     " result = CASE WHEN u.status = 'running' THEN e.result ELSE u.result::jsonb END,"
     " error = CASE WHEN u.status = 'running' THEN e.error ELSE u.error END,"
+    " outcome = CASE WHEN u.status = 'running' THEN e.outcome ELSE u.outcome::jsonb END,"
     " ended_at = CASE WHEN u.status = 'running' THEN e.ended_at ELSE now() END,"
     " wait_reason = NULL"
-    " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[])"
-    "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, ord)"
+    " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[],"
+    "   $9::text[]) WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, ord)"
     " WHERE e.id = u.id AND e.attempt = u.attempt"
     "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($7::text[], $8::text[]) AS p(f, t))"
     " RETURNING u.ord";
@@ -171,16 +190,18 @@ static void add_round_message(pgarr_t *a, const result_msg_t *m)
     pgarr_add(&a[3], m->worker[0] ? m->worker : NULL);
     pgarr_add(&a[4], m->result);
     pgarr_add(&a[5], m->error_text);
+    pgarr_add(&a[6], m->outcome);
 }
 
 /* One UPDATE for the messages of round `round`; marks those it applied. */
 static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char *err,
                        size_t errlen)
 {
-    pgarr_t a[6];
+    enum { NARRAYS = 7 };
+    pgarr_t a[NARRAYS];
     size_t *index = calloc(n, sizeof *index);
     size_t k = 0;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < NARRAYS; i++)
         pgarr_init(&a[i]);
     for (size_t i = 0; index && i < n; i++)
         if (!msgs[i].in.reason[0] && msgs[i].round == round) {
@@ -188,18 +209,20 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
             index[k++] = i;
         }
     char from[1024], to[1024];
-    const char *params[8] = {NULL};
+    const char *params[9] = {NULL};
     int rc = guard_literals(from, to, sizeof from);
     for (int i = 0; i < 6 && rc == 0; i++)
         if (!(params[i] = pgarr_text(&a[i])))
             rc = -1;
     params[6] = from;
     params[7] = to;
+    if (rc == 0 && !(params[8] = pgarr_text(&a[6])))
+        rc = -1;
     PGresult *res = NULL;
     if (rc != 0 || !index)
         snprintf(err, errlen, "out of memory");
     else
-        rc = db_exec(db, apply_sql, 8, params, &res, err, errlen);
+        rc = db_exec(db, apply_sql, 9, params, &res, err, errlen);
     for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
         long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
         if (ord >= 1 && (size_t)ord <= k)
@@ -207,7 +230,7 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
     }
     PQclear(res);
     free(index);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < NARRAYS; i++)
         pgarr_free(&a[i]);
     return rc;
 }
@@ -275,6 +298,7 @@ dbc_result_t results_handle(void *ctx, mq_delivery_t *const *d, size_t n)
         inmsg_close(&b.msgs[i].in);
         free(b.msgs[i].result);
         free(b.msgs[i].error_text);
+        free(b.msgs[i].outcome);
     }
     free(b.msgs);
     return r;

@@ -23,9 +23,11 @@
     "w.heartbeat_interval_s)"
 
 /* Rows waiting for a worker are only claimed again once a live worker offering their action
- * has room, so a backlog nobody can run does not hold up the rest. */
+ * has room, so a backlog nobody can run does not hold up the rest. MATERIALIZED: computed once
+ * per statement, not once per waiting row (PostgreSQL inlines a CTE used once), which also
+ * keeps the plan's cost estimate small (docs/performance.md). */
 static const char claim_sql[] =
-    "WITH live AS (SELECT w.capabilities FROM workers w WHERE " LIVE_WORKER
+    "WITH live AS MATERIALIZED (SELECT w.capabilities FROM workers w WHERE " LIVE_WORKER
     " AND w.capacity > (SELECT count(*) FROM executions x WHERE x.worker = w.id"
     " AND x.status IN " IN_FLIGHT ")) "
     "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt, e.timeout_s"

@@ -64,7 +64,9 @@ static void check_drained(worker_t *w)
     if (w->phase != PHASE_DRAINING || runner_running(w->runner) > 0 || w->outbox.len > 0)
         return;
     log_kv(LOG_INFO, "drained: every execution finished and reported", "worker", w->id, NULL);
-    reporter_heartbeat(w, "stopping");
+    /* Nothing runs here any more: "offline" tells the executor at once, instead of it
+     * waiting for the heartbeat to go stale. */
+    reporter_heartbeat(w, "offline");
     worker_finish(w, EXIT_OK);
 }
 

@@ -40,7 +40,18 @@ assert_eq "1|expired|worker.$w.executions|$TOPO_EXCHANGE|execution.dispatch.work
 assert_contains "$(jq -r .dedup <<<"$row")" "/worker.$w.executions/expired/1/" "dedup key"
 assert_eq 0 "$(queue_messages "$TOPO_DLQ")" "dead-letter queue drained"
 
+# A leftover copy of a dispatch whose attempt already runs (ack lost, requeued, expired) is
+# recorded but must not fail the healthy execution.
+run_id=$(psql_q "insert into executions (action_ref, pinned_worker, status, worker, attempt, started_at)
+    values ('$action', '$w', 'running', '$w', 1, now()) returning id")
+publish "" "$TOPO_DLQ" "$(envelope ExecutionRequested "{\"execution_id\": $run_id, \"worker_id\": \"$w\",
+    \"action_ref\": \"$action\", \"params\": {}, \"attempt\": 1, \"timeout_s\": 0}" 1)"
+wait_until 10 "[ \"\$(psql_q \"select count(*) from dead_letters where execution_id = $run_id\")\" = 1 ]"
+assert_eq "execution_started" "$(psql_q "select reason from dead_letters where execution_id = $run_id")" \
+    "leftover dispatch of a running attempt"
+assert_eq "running" "$(exec_field "$run_id" status)" "running execution left alone"
+
 exec_stop "$EXEC_PID" ex
-assert_eq "expired=1" "$(stat_of "$EXEC_STATS" dead_letters)" "dead letters by reason"
+assert_eq "expired=1,execution_started=1" "$(stat_of "$EXEC_STATS" dead_letters)" "dead letters by reason"
 assert_eq 1 "$(stat_of "$EXEC_STATS" dlq_failed_executions)" "executions failed by the handler"
 pass

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End to end with the real executor: executions inserted as requested are scheduled onto a real
-# worker, run, and their rows end completed (result = the params), failed (exit code in the
-# error) and timeout, each having passed through running; the worker's row follows its
-# heartbeats, "stopping" after SIGTERM.
+# worker, run, and their rows end completed (result = the params), failed (exit code and stderr
+# tail in the outcome) and timeout, each having passed through running; the worker's row follows its
+# heartbeats, "offline" once drained after SIGTERM.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -33,6 +33,11 @@ assert_eq '{"n": [1, 2], "greeting": "hello"}' "$(exec_field "$echo_id" result)"
 assert_eq "$w|1|t|t" "$(exec_field "$echo_id" "worker, attempt, started_at is not null, ended_at >= started_at")" \
     "echo row"
 assert_contains "$(exec_field "$fail_id" error)" "handler exited with code 4"
+outcome=$(exec_field "$fail_id" outcome)
+assert_eq 4 "$(jq -r .exit_code <<<"$outcome")" "exit code in the outcome"
+assert_contains "$(jq -r .stderr_tail <<<"$outcome")" "failing on purpose with exit code 4 (execution $fail_id)" \
+    "stderr tail in the outcome"
+assert_eq 0 "$(exec_field "$echo_id" "(outcome->>'exit_code')::int")" "exit code of the success"
 assert_contains "$(exec_field "$slow_id" error)" "timed out after 1 s"
 for id in "$echo_id" "$fail_id" "$slow_id"; do
     assert_eq "requested scheduled running $(exec_field "$id" status)" \
@@ -43,6 +48,6 @@ wait_settled "worker.$w.executions"
 
 stop_worker worker "$BG_PID"
 assert_contains "$WORKER_STATS" '"completed":"1"'
-wait_until 10 "[ \"\$(psql_q \"select status || ' ' || running from workers where id = '$w'\")\" = 'stopping 0' ]"
+wait_until 10 "[ \"\$(psql_q \"select status || ' ' || running from workers where id = '$w'\")\" = 'offline 0' ]"
 exec_stop "$EXEC_PID" ex
 pass

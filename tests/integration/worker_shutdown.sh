@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Graded shutdown. SIGTERM: the consumer is cancelled (new dispatches stay queued), the running
-# execution finishes and is reported, the last heartbeat says "stopping", exit 0. Past
+# execution finishes and is reported, the last heartbeat says "offline", exit 0. Past
 # worker.shutdown_timeout_s the handler is stopped and reported failed. A second SIGTERM exits at
 # once, killing the handler.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -52,7 +52,7 @@ assert_eq 'completed {"slept":2}' "$(jq -rc '"\(.status) \(.result | tojson)"' <
 assert_eq 1 "$(queue_messages "$wq")" "the dispatch sent while draining waits in the queue"
 collect "$TOPO_RESULTS"
 assert_eq 0 "$(msgs "$TOPO_RESULTS" "$(is_status "$((id + 1))")" | jq length)" "and was not started"
-assert_eq 'stopping 0' "$(last_heartbeat "$w" | jq -r '"\(.status) \(.running)"')" "final heartbeat"
+assert_eq 'offline 0' "$(last_heartbeat "$w" | jq -r '"\(.status) \(.running)"')" "final heartbeat"
 stopping_busy=$(msgs "$TOPO_HEARTBEATS" "$(is_heartbeat "$w") and .body.payload.status == \"stopping\" and .body.payload.running == 1")
 assert_eq true "$(jq 'length >= 1' <<<"$stopping_busy")" "a stopping heartbeat while the execution still ran"
 assert_contains "$(worker_stats worker)" '"completed":"1"'
