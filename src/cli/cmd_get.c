@@ -21,7 +21,8 @@ static void get_usage(FILE *out)
             "usage: %s\n"
             "\n"
             "Show execution ID: status, workers, attempt, timestamps, params, result, error,\n"
-            "its status history and the dead letters recorded for it.\n"
+            "how the handler ended (outcome), its status history and the dead letters\n"
+            "recorded for it.\n"
             "\n"
             "  -j, --json         print it as one JSON object: the row plus \"events\" and\n"
             "                     \"dead_letters\" arrays\n"
@@ -67,7 +68,8 @@ static const char get_json_sql[] =
 static const char get_text_sql[] =
     "SELECT id, action_ref, status, worker, pinned_worker, attempt, timeout_s,"
     " params::text AS params, result::text AS result, error,"
-    " to_jsonb(e) ->> 'wait_reason' AS wait_reason," /* a column a later migration may add */
+    /* columns later migrations add (003, 004); NULL where they do not exist */
+    " to_jsonb(e) ->> 'wait_reason' AS wait_reason, (to_jsonb(e) -> 'outcome')::text AS outcome,"
     " " TS("created_at") " AS created, " SINCE("created_at") " AS created_age,"
     " " TS("scheduled_at") " AS scheduled, " SINCE("scheduled_at") " AS scheduled_age,"
     " " TS("started_at") " AS started, " SINCE("started_at") " AS started_age,"
@@ -131,6 +133,8 @@ static void get_print_row(const PGresult *r)
     get_line("params", cli_db_field(r, 0, "params"));
     get_line("result", cli_db_field(r, 0, "result"));
     get_line("error", cli_db_field(r, 0, "error"));
+    if (cli_db_field(r, 0, "outcome"))
+        get_line("outcome", cli_db_field(r, 0, "outcome"));
 }
 
 /* A titled table of what sql finds for the execution; nothing but the title when empty. */

@@ -85,13 +85,19 @@ assert_eq "null,requested requested,failed" \
     "$(jq -r '[.events[] | "\(.from_status),\(.to_status)"] | join(" ")' <<<"$doc")" "get --json events"
 assert_eq 0 "$(jq '.dead_letters | length' <<<"$("${W[@]}" get "$id2" --json)")" "no dead letters"
 
-log "get and list show wait_reason (the column migration 003 adds; added here if missing)"
+log "get and list show wait_reason and outcome (migrations 003, 004; added here if missing)"
 psql_q "ALTER TABLE executions ADD COLUMN IF NOT EXISTS wait_reason text" >/dev/null
 psql_q "UPDATE executions SET wait_reason = 'no live worker offers action ''core.noop'''
         WHERE id = $id2" >/dev/null
 assert_contains "$("${W[@]}" get "$id2")" "wait reason    no live worker offers action 'core.noop'"
 assert_contains "$("${W[@]}" list | grep "^$id2 ")" "no live worker offers action 'core.noop'"
 assert_eq "no live worker offers action 'core.noop'" "$("${W[@]}" get "$id2" --json | jq -r .wait_reason)"
+
+psql_q "ALTER TABLE executions ADD COLUMN IF NOT EXISTS outcome jsonb" >/dev/null
+psql_q "UPDATE executions SET outcome = '{\"exit_code\": 3, \"stderr_tail\": \"boom\\n\"}' WHERE id = $id" \
+    >/dev/null
+assert_contains "$("${W[@]}" get "$id")" 'outcome        {"exit_code": 3, "stderr_tail": "boom\n"}'
+assert_eq 3 "$("${W[@]}" get "$id" --json | jq .outcome.exit_code)" "outcome in get --json"
 
 log "get: a missing id exits 1, a malformed one 2"
 assert_eq 1 "$(rc_of "${W[@]}" get 999999)" "missing id"
