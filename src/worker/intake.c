@@ -157,7 +157,7 @@ static void on_done(const runner_result_t *r, void *arg)
            "duration_ms", ms, "error", r->error, NULL);
     execs_set_state(&w->execs, x, EXEC_FINISHED);
     reporter_completion(w, x, r, ended_at);
-    worker_kick(w);
+    worker_kick_soon(w);
 }
 
 static void start(worker_t *w, exec_t *x)

@@ -88,6 +88,14 @@ void worker_kick(worker_t *w)
     check_drained(w);
 }
 
+void worker_kick_soon(worker_t *w)
+{
+    if (w->ev_kick)
+        event_active(w->ev_kick, EV_TIMEOUT, 0); /* repeated calls coalesce while active */
+    else
+        worker_kick(w);
+}
+
 int worker_arm(struct event *ev, int64_t ms)
 {
     struct timeval tv = ms_tv(ms);
@@ -189,7 +197,7 @@ static void on_stats(evutil_socket_t fd, short what, void *arg)
     stats_log(arg, "worker stats");
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
+static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
@@ -218,9 +226,10 @@ static int add_signal(worker_t *w, struct event **ev, int sig)
 
 static int setup_events(worker_t *w)
 {
-    w->ev_retry = evtimer_new(w->base, on_retry, w);
+    w->ev_retry = evtimer_new(w->base, on_kick, w);
     w->ev_deadline = evtimer_new(w->base, on_deadline, w);
-    if (!w->ev_retry || !w->ev_deadline ||
+    w->ev_kick = evtimer_new(w->base, on_kick, w);
+    if (!w->ev_retry || !w->ev_deadline || !w->ev_kick ||
         add_periodic(w, &w->ev_pump, pump_interval_ms(w->o.cfg), on_pump) != 0 ||
         add_periodic(w, &w->ev_heartbeat, (int64_t)w->o.heartbeat_interval_s * 1000,
                      on_heartbeat) != 0 ||
@@ -288,7 +297,7 @@ static void teardown(worker_t *w)
     if (w->runner)
         stats_log(w, "worker stopped");
     struct event **events[] = {&w->ev_consume, &w->ev_consume_stale, &w->ev_subscribe,
-                               &w->ev_retry, &w->ev_deadline, &w->ev_pump, &w->ev_heartbeat,
+                               &w->ev_retry, &w->ev_kick, &w->ev_deadline, &w->ev_pump, &w->ev_heartbeat,
                                &w->ev_stats, &w->ev_sigterm, &w->ev_sigint, &w->ev_sigquit};
     for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
         free_event(events[i]);

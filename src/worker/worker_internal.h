@@ -56,6 +56,7 @@ typedef struct worker {
     execs_t execs;
     outbox_t outbox;
     struct event *ev_retry;          /* one-shot: next outbox try */
+    struct event *ev_kick;           /* worker_kick_soon: once per loop iteration */
     bool kicking, kick_again;
     /* timers and signals */
     struct event *ev_pump, *ev_heartbeat, *ev_stats, *ev_deadline;
@@ -69,6 +70,9 @@ typedef struct worker {
 /* Start held executions and publish what is due, then see whether a drain is complete. Safe to
  * call from any callback: a nested call only asks the running one to loop once more. */
 void worker_kick(worker_t *w);
+/* worker_kick after the callbacks already due in this loop iteration: handlers that end
+ * together are reported in one confirmed batch instead of one confirm wait each. */
+void worker_kick_soon(worker_t *w);
 /* Leave the loop with exit_code. */
 void worker_finish(worker_t *w, int exit_code);
 /* (Re)arm a one-shot timer for ms from now; -1 (logged) when libevent refuses. */
