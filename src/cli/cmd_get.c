@@ -54,7 +54,7 @@ static int get_parse(int argc, char **argv, get_opts_t *o)
 /* The row, its history and its dead letters as one JSON document built by the server, so
  * every column (also ones added by later migrations) comes out with its JSON type. */
 static const char get_json_sql[] =
-    "SELECT (to_jsonb(e) || jsonb_build_object("
+    "SELECT (to_jsonb(e) || jsonb_build_object('wait_reason', warren_wait_reason(e, $2::int),"
     " 'events', coalesce((SELECT jsonb_agg(to_jsonb(v) - 'execution_id' ORDER BY v.id)"
     "   FROM execution_events v WHERE v.execution_id = e.id), '[]'),"
     " 'dead_letters', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'body' - 'headers' ORDER BY d.id)"
@@ -68,8 +68,8 @@ static const char get_json_sql[] =
 static const char get_text_sql[] =
     "SELECT id, action_ref, status, worker, pinned_worker, attempt, timeout_s,"
     " params::text AS params, result::text AS result, error,"
-    /* columns later migrations add (003, 004); NULL where they do not exist */
-    " to_jsonb(e) ->> 'wait_reason' AS wait_reason, (to_jsonb(e) -> 'outcome')::text AS outcome,"
+    /* the wait reason (stored or derived, 003/005); outcome NULL before migration 004 */
+    " warren_wait_reason(e, $2::int) AS wait_reason, (to_jsonb(e) -> 'outcome')::text AS outcome,"
     " " TS("created_at") " AS created, " SINCE("created_at") " AS created_age,"
     " " TS("scheduled_at") " AS scheduled, " SINCE("scheduled_at") " AS scheduled_age,"
     " " TS("started_at") " AS started, " SINCE("started_at") " AS started_age,"
@@ -166,8 +166,10 @@ static int get_print_text(PGconn *db, const PGresult *row, const char *id)
 static int get_run(PGconn *db, const warren_config_t *cfg, const void *opts)
 {
     const get_opts_t *o = opts;
-    const char *params[] = {o->id};
-    PGresult *res = cli_db_query(db, "get", o->json ? get_json_sql : get_text_sql, 1, params);
+    char factor[16];
+    snprintf(factor, sizeof factor, "%d", cfg->executor.heartbeat_stale_factor);
+    const char *params[] = {o->id, factor};
+    PGresult *res = cli_db_query(db, "get", o->json ? get_json_sql : get_text_sql, 2, params);
     if (!res)
         return EXIT_RUNTIME;
     if (PQntuples(res) == 0) {

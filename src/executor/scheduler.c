@@ -22,18 +22,22 @@
     "w.status = 'online' AND w.last_heartbeat > now() - make_interval(secs => $1::int * "      \
     "w.heartbeat_interval_s)"
 
-/* Rows waiting for a worker are only claimed again once a live worker offering their action
- * has room, so a backlog nobody can run does not hold up the rest. MATERIALIZED: computed once
- * per statement, not once per waiting row (PostgreSQL inlines a CTE used once), which also
- * keeps the plan's cost estimate small (docs/performance.md). */
-static const char claim_sql[] =
-    "WITH live AS MATERIALIZED (SELECT w.capabilities FROM workers w WHERE " LIVE_WORKER
-    " AND w.capacity > (SELECT count(*) FROM executions x WHERE x.worker = w.id"
-    " AND x.status IN " IN_FLIGHT ")) "
-    "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt, e.timeout_s"
-    " FROM executions e WHERE e.status = 'requested' AND (e.pinned_worker IS NOT NULL"
-    " OR e.wait_reason IS NULL OR EXISTS (SELECT 1 FROM live WHERE e.action_ref = ANY(live.capabilities)))"
-    " ORDER BY e.created_at, e.id LIMIT $2 FOR UPDATE OF e SKIP LOCKED";
+/*
+ * Claims come after the live workers are loaded, in two statements. Pinned rows (their own
+ * partial index) always go out. Unpinned rows are claimed only up to the live workers' spare
+ * capacity and only when a worker with room offers their action ($2): with every worker busy
+ * nothing is claimed, instead of claiming rows just to mark them waiting and rescanning that
+ * backlog on every tick (docs/performance.md). Why a row waits is derived when it is read
+ * (warren_wait_reason, schema 005).
+ */
+#define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
+                      " e.timeout_s FROM executions e WHERE e.status = 'requested' AND "
+static const char claim_pinned_sql[] =
+    CLAIM_COLUMNS "e.pinned_worker IS NOT NULL"
+    " ORDER BY e.created_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
+static const char claim_free_sql[] =
+    CLAIM_COLUMNS "e.pinned_worker IS NULL AND e.action_ref = ANY($2::text[])"
+    " ORDER BY e.created_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 
 /* Locked in id order so executors scheduling at once take turns and count each other's work. */
 static const char lock_workers_sql[] =
@@ -85,7 +89,7 @@ typedef struct sched_job {
 
 typedef struct sched_batch {
     executor_t *x;
-    PGresult *claimed, *workers;
+    PGresult *claimed[2], *workers; /* claims: pinned, then unpinned */
     sched_job_t *jobs;
     size_t n;
     assign_worker_t *w;
@@ -104,38 +108,79 @@ static void batch_free(sched_batch_t *b)
     free(b->w);
     free(b->caps);
     free(b->cap_names);
-    PQclear(b->claimed);
+    PQclear(b->claimed[0]);
+    PQclear(b->claimed[1]);
     PQclear(b->workers);
     memset(b, 0, sizeof *b);
 }
 
+/* Spare capacity of the live workers, and the actions offered by those with room. */
+static int room_of_workers(const sched_batch_t *b, pgarr_t *actions)
+{
+    int room = 0;
+    for (size_t i = 0; i < b->nw; i++) {
+        const assign_worker_t *w = &b->w[i];
+        if (w->capacity <= w->in_flight)
+            continue;
+        room += w->capacity - w->in_flight;
+        for (size_t c = 0; c < w->n_capabilities; c++)
+            pgarr_add(actions, w->capabilities[c]);
+    }
+    return room;
+}
+
+static void add_jobs(sched_batch_t *b, PGresult *res)
+{
+    for (int r = 0; r < PQntuples(res); r++) {
+        sched_job_t *j = &b->jobs[b->n++];
+        j->id = strtoll(PQgetvalue(res, r, 0), NULL, 10);
+        snprintf(j->id_text, sizeof j->id_text, "%" PRId64, j->id);
+        j->action_ref = PQgetvalue(res, r, 1);
+        j->params = PQgetvalue(res, r, 2);
+        j->pinned = PQgetisnull(res, r, 3) ? NULL : PQgetvalue(res, r, 3);
+        j->attempt = atoi(PQgetvalue(res, r, 4)) + 1;
+        j->timeout_s = PQgetisnull(res, r, 5) ? 0 : atoi(PQgetvalue(res, r, 5));
+        j->a.action_ref = j->action_ref;
+        j->a.pinned_worker = j->pinned;
+    }
+}
+
+/* Claim pinned rows, then unpinned ones up to the spare capacity (load_workers first). */
 static int claim(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
 {
-    char factor[16], limit[16];
-    snprintf(factor, sizeof factor, "%d", b->x->p.heartbeat_stale_factor);
-    snprintf(limit, sizeof limit, "%d", b->x->p.batch_size);
-    const char *params[] = {factor, limit};
-    if (db_exec(db, claim_sql, 2, params, &b->claimed, err, errlen) != 0)
+    int batch = b->x->p.batch_size;
+    char limit[16];
+    snprintf(limit, sizeof limit, "%d", batch);
+    const char *params[2] = {limit, NULL};
+    if (db_exec(db, claim_pinned_sql, 1, params, &b->claimed[0], err, errlen) != 0)
         return -1;
-    b->n = (size_t)PQntuples(b->claimed);
-    b->jobs = calloc(b->n ? b->n : 1, sizeof *b->jobs);
+    int free_limit = batch - PQntuples(b->claimed[0]);
+    pgarr_t actions;
+    pgarr_init(&actions);
+    int room = room_of_workers(b, &actions);
+    if (room < free_limit)
+        free_limit = room;
+    int rc = 0;
+    if (free_limit > 0) {
+        snprintf(limit, sizeof limit, "%d", free_limit);
+        params[1] = pgarr_text(&actions);
+        rc = params[1] ? db_exec(db, claim_free_sql, 2, params, &b->claimed[1], err, errlen) : -1;
+        if (!params[1])
+            snprintf(err, errlen, "out of memory");
+    }
+    pgarr_free(&actions);
+    if (rc != 0)
+        return -1;
+    size_t total = (size_t)PQntuples(b->claimed[0]) +
+                   (b->claimed[1] ? (size_t)PQntuples(b->claimed[1]) : 0);
+    b->jobs = calloc(total ? total : 1, sizeof *b->jobs);
     if (!b->jobs) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < b->n; i++) {
-        sched_job_t *j = &b->jobs[i];
-        int r = (int)i;
-        j->id = strtoll(PQgetvalue(b->claimed, r, 0), NULL, 10);
-        snprintf(j->id_text, sizeof j->id_text, "%" PRId64, j->id);
-        j->action_ref = PQgetvalue(b->claimed, r, 1);
-        j->params = PQgetvalue(b->claimed, r, 2);
-        j->pinned = PQgetisnull(b->claimed, r, 3) ? NULL : PQgetvalue(b->claimed, r, 3);
-        j->attempt = atoi(PQgetvalue(b->claimed, r, 4)) + 1;
-        j->timeout_s = PQgetisnull(b->claimed, r, 5) ? 0 : atoi(PQgetvalue(b->claimed, r, 5));
-        j->a.action_ref = j->action_ref;
-        j->a.pinned_worker = j->pinned;
-    }
+    add_jobs(b, b->claimed[0]);
+    if (b->claimed[1])
+        add_jobs(b, b->claimed[1]);
     return 0;
 }
 
@@ -272,12 +317,10 @@ static int write_outcome(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
 static int sched_work(PGconn *db, void *arg, char *err, size_t errlen)
 {
     sched_batch_t *b = arg;
-    if (claim(db, b, err, errlen) != 0)
+    if (load_workers(db, b, err, errlen) != 0 || claim(db, b, err, errlen) != 0)
         return -1;
     if (b->n == 0)
         return 0;
-    if (load_workers(db, b, err, errlen) != 0)
-        return -1;
     assign(b);
     return write_outcome(db, b, err, errlen);
 }
