@@ -42,10 +42,12 @@ static int workers_parse(int argc, char **argv, workers_opts_t *o)
 
 /* Liveness is computed by the database clock, the one last_heartbeat was written with;
  * $1 is executor.heartbeat_stale_factor. A heartbeat committed after this statement's now()
- * would give a negative age: it is 0. */
+ * would give a negative age: it is 0. Live means what the scheduler means: online and fresh
+ * (a worker that said "stopping" or "offline" gets no new work however fresh its heartbeat). */
 #define WORKERS_ROWS                                                                               \
     "SELECT w.*, greatest(extract(epoch FROM now() - last_heartbeat), 0) AS heartbeat_age_s,"      \
-    " now() - last_heartbeat < $1::integer * heartbeat_interval_s * interval '1 second' AS live "  \
+    " status = 'online' AND now() - last_heartbeat < $1::integer * heartbeat_interval_s"    \
+    "   * interval '1 second' AS live "  \
     "FROM workers w"
 
 static const char workers_json_sql[] =
@@ -53,7 +55,8 @@ static const char workers_json_sql[] =
     "FROM (" WORKERS_ROWS ") r";
 
 static const char workers_text_sql[] =
-    "SELECT id, status, CASE WHEN live THEN 'live' ELSE 'stale' END, capacity, running,"
+    "SELECT id, status, CASE WHEN live THEN 'live' WHEN status <> 'online' THEN '-'"
+    "   ELSE 'stale' END, capacity, running,"
     " heartbeat_age_s, nullif(array_to_string(capabilities, ','), '') "
     "FROM (" WORKERS_ROWS ") r ORDER BY id";
 

@@ -128,6 +128,9 @@ psql_q "INSERT INTO workers (id, capabilities, capacity, running, heartbeat_inte
         VALUES ('w-fresh', '{core.echo,core.noop}', 4, 1, 10, now() - interval '2 s'),
                ('w-25s', '{}', 2, 0, 10, now() - interval '25 s'),
                ('w-old', '{core.sleep}', 1, 0, 5, now() - interval '1 hour')" >/dev/null
+# Fresh heartbeat but said goodbye: not live, as the scheduler sees it.
+psql_q "INSERT INTO workers (id, capabilities, capacity, running, heartbeat_interval_s, last_heartbeat, status)
+        VALUES ('w-gone', '{core.echo}', 4, 0, 10, now(), 'offline')" >/dev/null
 out=$("${W[@]}" workers)
 assert_eq "ID STATUS LIVENESS CAPACITY RUNNING HEARTBEAT AGE CAPABILITIES" "$(head -n 1 <<<"$out" | tr -s ' ')"
 assert_eq "w-fresh online live 4 1 core.echo,core.noop" \
@@ -135,7 +138,8 @@ assert_eq "w-fresh online live 4 1 core.echo,core.noop" \
 assert_contains "$(grep '^w-old ' <<<"$out")" "stale"
 assert_contains "$(grep "^w-old " <<<"$out")" "1h00m"
 # 25 s against 3 x 10 s (the default factor) is live; with a factor of 2 it is stale.
-assert_eq "w-25s:true w-fresh:true w-old:false" \
+assert_eq "w-gone offline -" "$(grep '^w-gone ' <<<"$out" | awk '{ print $1, $2, $3 }')" "an offline worker"
+assert_eq "w-25s:true w-fresh:true w-gone:false w-old:false" \
     "$("${W[@]}" workers --json | jq -r 'map("\(.id):\(.live)") | join(" ")')" "workers --json"
 assert_eq "w-25s:false" "$(WARREN__EXECUTOR__HEARTBEAT_STALE_FACTOR=2 "${W[@]}" workers --json |
     jq -r '.[] | select(.id == "w-25s") | "\(.id):\(.live)"')" "stale factor from the config"
