@@ -43,6 +43,7 @@ typedef struct warren_config {
         int heartbeat_interval_s;
         char *handlers_dir;
         int default_timeout_s;
+        char *action_timeouts;           /* "action=seconds,..." (action_timeouts.h) */
         int kill_grace_s;
         int shutdown_timeout_s;
         int max_output_bytes;

@@ -88,6 +88,8 @@ static int set_from_text(warren_config_t *cfg, const cfg_key_t *k, const char *t
 {
     switch (k->type) {
     case CT_STRING:
+        if (k->check && k->check(text, why, whylen) != 0)
+            return -1;
         return set_string(cfg, k, text) == 0 ? 0 : fail(why, whylen, "out of memory");
     case CT_INT: {
         char *end;

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "common/config_table.h"
+#include "warren/action_timeouts.h"
 #include "warren/version.h"
 
 static const char *const queue_types[] = {"classic", "quorum", NULL};
@@ -10,11 +11,12 @@ static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL}
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field)
-#define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h}
-#define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h}
-#define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h}
-#define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h}
-#define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h}
+#define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
+#define CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, check}
+#define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL}
+#define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h, NULL}
+#define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
+#define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h, NULL}
 #define MQ "message_queue.rabbitmq."
 #define DAY_MS 86400000LL
 
@@ -87,7 +89,10 @@ const cfg_key_t cfg_table[] = {
     STR("worker.handlers_dir", worker.handlers_dir, WARREN_HANDLERSDIR,
         "Directory of exec handlers (executables named by action_ref) and C handlers (*.so)"),
     INT("worker.default_timeout_s", worker.default_timeout_s, "300", 1, 7 * 86400,
-        "Handler timeout when a submission names none"),
+        "Handler timeout when neither the submission nor worker.action_timeouts names one"),
+    CHECKED_STR("worker.action_timeouts", worker.action_timeouts, "", action_timeouts_check,
+                "Per-action default timeouts, \"action=seconds,...\" (e.g. "
+                "\"core.sleep=60,reports.build=3600\"); a submission's --timeout wins"),
     INT("worker.kill_grace_s", worker.kill_grace_s, "5", 0, 600,
         "Seconds between SIGTERM and SIGKILL of a timed-out handler's process group"),
     INT("worker.shutdown_timeout_s", worker.shutdown_timeout_s, "30", 0, 86400,

@@ -17,6 +17,8 @@ typedef struct cfg_key {
     bool secret;                 /* masked by `config check` */
     bool reloadable;             /* may change without a restart (no reload yet: documented) */
     const char *help;
+    /* Extra check of a string value (NULL: none); -1 with the problem in why. */
+    int (*check)(const char *value, char *why, size_t whylen);
 } cfg_key_t;
 
 extern const cfg_key_t cfg_table[];

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "warren/action_timeouts.h"
 #include "warren/log.h"
 #include "worker/worker_internal.h"
 
@@ -164,6 +165,9 @@ static void start(worker_t *w, exec_t *x)
 {
     char id[24], err[ERRBUF_SIZE], timeout[16];
     id_text(x->execution_id, id, sizeof id);
+    /* The submission's timeout, else the action's configured one, else the worker default. */
+    if (x->timeout_s <= 0)
+        x->timeout_s = action_timeouts_lookup(w->o.cfg->worker.action_timeouts, x->action_ref);
     runner_job_t job = {
         .execution_id = x->execution_id,
         .action_ref = x->action_ref,

@@ -14,6 +14,8 @@ exec_start ex
 new_worker w e2e
 on_exit "psql_q \"update executions set status = 'cancelled' where pinned_worker = '$w'
     and status in ('requested', 'scheduled', 'running', 'canceling')\" >/dev/null 2>&1"
+# core.sleep gets 1 s unless the submission names its own timeout.
+export WARREN__WORKER__ACTION_TIMEOUTS="core.noop=5,core.sleep=1"
 start_worker worker "$w"
 wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$w'\")\" = online ]"
 assert_eq "t|4|1" "$(psql_q "select 'core.echo' = any(capabilities), capacity, heartbeat_interval_s
@@ -24,10 +26,17 @@ fail_id=$(new_execution core.fail "$w" '{"code": 4}')
 slow_id=$(psql_q "insert into executions (action_ref, pinned_worker, params, timeout_s)
                   values ('core.sleep', '$w', '{\"seconds\": 30}', 1) returning id")
 
+by_action=$(new_execution core.sleep "$w" '{"seconds": 30}')
+own=$(psql_q "insert into executions (action_ref, pinned_worker, params, timeout_s)
+              values ('core.sleep', '$w', '{\"seconds\": 2}', 10) returning id")
+
 settled() { [ "$(exec_field "$1" status)" = "$2" ]; }
 wait_until 20 settled "$echo_id" completed
 wait_until 20 settled "$fail_id" failed
 wait_until 20 settled "$slow_id" timeout
+wait_until 20 settled "$by_action" timeout
+wait_until 20 settled "$own" completed
+assert_contains "$(exec_field "$by_action" error)" "timed out after 1 s" "worker.action_timeouts applies"
 
 assert_eq '{"n": [1, 2], "greeting": "hello"}' "$(exec_field "$echo_id" result)" "echo result"
 assert_eq "$w|1|t|t" "$(exec_field "$echo_id" "worker, attempt, started_at is not null, ended_at >= started_at")" \
@@ -47,7 +56,7 @@ done
 wait_settled "worker.$w.executions"
 
 stop_worker worker "$BG_PID"
-assert_contains "$WORKER_STATS" '"completed":"1"'
+assert_contains "$WORKER_STATS" '"completed":"2"'
 wait_until 10 "[ \"\$(psql_q \"select status || ' ' || running from workers where id = '$w'\")\" = 'offline 0' ]"
 exec_stop "$EXEC_PID" ex
 pass

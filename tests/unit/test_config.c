@@ -175,6 +175,8 @@ static void test_out_of_bounds(void **state)
                       (const char *[]){"failure_threshold", "out of bounds", NULL});
     expect_file_error("message_queue = { rabbitmq = { worker_queue_ttl_ms = 99999999999L; }; };\n",
                       (const char *[]){"worker_queue_ttl_ms", "out of bounds", NULL});
+    expect_file_error("worker = {\n action_timeouts = \"core.sleep=0\"; };\n",
+                      (const char *[]){":2:", "worker.action_timeouts", "'core.sleep=0'", NULL});
     expect_file_error("message_queue = { rabbitmq = { queue_type = \"stream\"; }; };\n",
                       (const char *[]){"queue_type", "classic|quorum", "stream", NULL});
 }
@@ -218,6 +220,7 @@ static void test_bad_env(void **state)
     expect_env_error("WARREN__WORKER__MAX_CONCURRENCY", "0", "out of bounds");
     expect_env_error("WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__ENABLED", "maybe", "true or false");
     expect_env_error("WARREN__LOG__FORMAT", "xml", "auto|json|text");
+    expect_env_error("WARREN__WORKER__ACTION_TIMEOUTS", "core.sleep=60,oops", "'oops' is not action=seconds");
 }
 
 static void test_mask_url(void **state)
