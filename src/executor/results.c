@@ -5,6 +5,7 @@
  * or stale message changes nothing; it is counted as stale. Unreadable messages go to
  * dead_letters in the same transaction.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ typedef struct result_msg {
     char *result;                 /* JSON text or NULL */
     char *error_text;             /* cleaned, or NULL */
     char *outcome;                /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
+    char started_at[32];          /* the worker's start time, RFC 3339 UTC; "" when absent */
     int round;                    /* nth message for its execution in this batch */
     bool applied;
 } result_msg_t;
@@ -92,9 +94,28 @@ static char *outcome_json(json_object *payload)
     return text;
 }
 
+/* "YYYY-MM-DDTHH:MM:SS[.fff]Z" exactly, so the cast in SQL cannot fail the batch. */
+static bool rfc3339_utc(const char *s)
+{
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+    size_t i = 0;
+    for (; shape[i]; i++)
+        if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
+            return false;
+    if (s[i] == '.')
+        for (i++; isdigit((unsigned char)s[i]) && i < 27; i++)
+            ;
+    return s[i] == 'Z' && s[i + 1] == '\0';
+}
+
 static int parse_outcome(result_msg_t *m)
 {
     m->outcome = outcome_json(m->in.env.payload);
+    json_object *started;
+    if (json_object_object_get_ex(m->in.env.payload, "started_at", &started) &&
+        json_object_is_type(started, json_type_string) &&
+        rfc3339_utc(json_object_get_string(started)))
+        snprintf(m->started_at, sizeof m->started_at, "%s", json_object_get_string(started));
     json_object *result = NULL;
     if (json_object_object_get_ex(m->in.env.payload, "result", &result) && result &&
         !json_object_is_type(result, json_type_null)) {
@@ -162,14 +183,16 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
     " worker = coalesce(u.worker, e.worker),"
-    " started_at = CASE WHEN u.status = 'running' THEN now() ELSE e.started_at END,"
+    " started_at = CASE WHEN u.status = 'running' THEN now()"
+    "   ELSE coalesce(e.started_at, u.started_at::timestamptz) END," /* no running status came */
     " result = CASE WHEN u.status = 'running' THEN e.result ELSE u.result::jsonb END,"
     " error = CASE WHEN u.status = 'running' THEN e.error ELSE u.error END,"
     " outcome = CASE WHEN u.status = 'running' THEN e.outcome ELSE u.outcome::jsonb END,"
     " ended_at = CASE WHEN u.status = 'running' THEN e.ended_at ELSE now() END,"
     " wait_reason = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[],"
-    "   $9::text[]) WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, ord)"
+    "   $9::text[], $10::text[])"
+    "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at, ord)"
     " WHERE e.id = u.id AND e.attempt = u.attempt"
     "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($7::text[], $8::text[]) AS p(f, t))"
     " RETURNING u.ord";
@@ -191,13 +214,14 @@ static void add_round_message(pgarr_t *a, const result_msg_t *m)
     pgarr_add(&a[4], m->result);
     pgarr_add(&a[5], m->error_text);
     pgarr_add(&a[6], m->outcome);
+    pgarr_add(&a[7], m->started_at[0] ? m->started_at : NULL);
 }
 
 /* One UPDATE for the messages of round `round`; marks those it applied. */
 static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char *err,
                        size_t errlen)
 {
-    enum { NARRAYS = 7 };
+    enum { NARRAYS = 8 };
     pgarr_t a[NARRAYS];
     size_t *index = calloc(n, sizeof *index);
     size_t k = 0;
@@ -209,20 +233,20 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
             index[k++] = i;
         }
     char from[1024], to[1024];
-    const char *params[9] = {NULL};
+    const char *params[10] = {NULL};
     int rc = guard_literals(from, to, sizeof from);
     for (int i = 0; i < 6 && rc == 0; i++)
         if (!(params[i] = pgarr_text(&a[i])))
             rc = -1;
     params[6] = from;
     params[7] = to;
-    if (rc == 0 && !(params[8] = pgarr_text(&a[6])))
+    if (rc == 0 && (!(params[8] = pgarr_text(&a[6])) || !(params[9] = pgarr_text(&a[7]))))
         rc = -1;
     PGresult *res = NULL;
     if (rc != 0 || !index)
         snprintf(err, errlen, "out of memory");
     else
-        rc = db_exec(db, apply_sql, 9, params, &res, err, errlen);
+        rc = db_exec(db, apply_sql, 10, params, &res, err, errlen);
     for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
         long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
         if (ord >= 1 && (size_t)ord <= k)

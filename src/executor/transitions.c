@@ -18,7 +18,10 @@ static const char *const names[EXEC_STATUS_COUNT] = {
  * requested  -> scheduling/scheduled (claimed), cancelled (operator), failed (cannot run);
  * scheduling -> scheduled, requested (a crashed claim is handed back);
  * scheduled  -> running (worker started), requested (publish not confirmed), failed
- *               (dead-lettered or never picked up), canceling, cancelled;
+ *               (dead-lettered, never picked up, or the handler failed before its running
+ *               status was sent), completed/timeout (a handler that finished before its
+ *               running status went out: the worker sends only the completion), canceling,
+ *               cancelled;
  * running    -> completed/failed/timeout (worker result), canceling, abandoned (worker died);
  * canceling  -> cancelled, or whatever the handler finished with first, or abandoned.
  * Terminal statuses have no successors: nothing moves a finished execution.
@@ -28,7 +31,8 @@ static const unsigned successors[EXEC_STATUS_COUNT] = {
                        TO(EXEC_FAILED),
     [EXEC_SCHEDULING] = TO(EXEC_SCHEDULED) | TO(EXEC_REQUESTED),
     [EXEC_SCHEDULED] = TO(EXEC_RUNNING) | TO(EXEC_REQUESTED) | TO(EXEC_FAILED) |
-                       TO(EXEC_CANCELING) | TO(EXEC_CANCELLED),
+                       TO(EXEC_COMPLETED) | TO(EXEC_TIMEOUT) | TO(EXEC_CANCELING) |
+                       TO(EXEC_CANCELLED),
     [EXEC_RUNNING] = TO(EXEC_COMPLETED) | TO(EXEC_FAILED) | TO(EXEC_TIMEOUT) |
                      TO(EXEC_CANCELING) | TO(EXEC_ABANDONED),
     [EXEC_CANCELING] = TO(EXEC_CANCELLED) | TO(EXEC_COMPLETED) | TO(EXEC_FAILED) |

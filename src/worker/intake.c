@@ -222,12 +222,16 @@ static bool reports_flow(worker_t *w)
     return false;
 }
 
-void intake_start_held(worker_t *w)
+size_t intake_start_held(worker_t *w)
 {
     exec_t *x;
+    size_t started = 0;
     while (w->phase == PHASE_RUNNING && room_to_start(w) &&
-           (x = execs_first_held(&w->execs)) != NULL && reports_flow(w))
+           (x = execs_first_held(&w->execs)) != NULL && reports_flow(w)) {
         start(w, x);
+        started++;
+    }
+    return started;
 }
 
 void intake_requeue_held(worker_t *w)

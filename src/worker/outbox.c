@@ -68,6 +68,27 @@ outbox_msg_t *outbox_due(const outbox_t *o, int64_t now_ms)
     return o->head;
 }
 
+outbox_msg_t *outbox_take_unsent_running(outbox_t *o, int64_t execution_id, int attempt)
+{
+    outbox_msg_t *prev = NULL;
+    for (outbox_msg_t *m = o->head; m; prev = m, m = m->next) {
+        if (m->kind != OUTBOX_RUNNING || m->execution_id != execution_id || m->attempt != attempt)
+            continue;
+        if (m->tries > 0)
+            return NULL;
+        if (prev)
+            prev->next = m->next;
+        else
+            o->head = m->next;
+        if (o->tail == m)
+            o->tail = prev;
+        o->len--;
+        m->next = NULL;
+        return m;
+    }
+    return NULL;
+}
+
 outbox_msg_t *outbox_pop(outbox_t *o)
 {
     outbox_msg_t *m = o->head;

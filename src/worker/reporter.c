@@ -50,6 +50,10 @@ void reporter_running(worker_t *w, exec_t *x)
 
 void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at)
 {
+    /* Finished before its running status went out (in-process handlers): the completion
+     * alone says it all, and its confirmation acks the dispatch. One publish, one delivery
+     * and one database update fewer per execution. */
+    outbox_msg_free(outbox_take_unsent_running(&w->outbox, x->execution_id, x->attempt));
     char message_id[40], id[24];
     size_t len = 0;
     report_result_fate_t fate;
@@ -102,6 +106,16 @@ static mq_message_t report_message(const worker_t *w, const outbox_msg_t *m, cha
 
 /* The broker confirmed m: a running status releases the dispatch's deliveries, a completion
  * ends the execution's stay. */
+static void ack_dispatch(worker_t *w, exec_t *x, const char *id)
+{
+    for (size_t i = 0; i < x->n_tags; i++)
+        if (mq_ack(w->consumer, x->tags[i], false) != MQ_OK)
+            log_kv(LOG_INFO, "ack not sent; the broker requeued the dispatch (its redelivery is "
+                             "acked without running it again)",
+                   "worker", w->id, "execution_id", id, NULL);
+    x->n_tags = 0;
+}
+
 static void settled(worker_t *w, const outbox_msg_t *m)
 {
     char id[24];
@@ -111,16 +125,12 @@ static void settled(worker_t *w, const outbox_msg_t *m)
     id_text(x->execution_id, id, sizeof id);
     if (m->kind == OUTBOX_COMPLETED) {
         log_kv(LOG_DEBUG, "completion confirmed", "worker", w->id, "execution_id", id, NULL);
+        ack_dispatch(w, x, id); /* when its running status was never sent */
         execs_remove(&w->execs, x, true);
         return;
     }
     x->running_reported = true;
-    for (size_t i = 0; i < x->n_tags; i++)
-        if (mq_ack(w->consumer, x->tags[i], false) != MQ_OK)
-            log_kv(LOG_INFO, "ack not sent; the broker requeued the dispatch (its redelivery is "
-                             "acked without running it again)",
-                   "worker", w->id, "execution_id", id, NULL);
-    x->n_tags = 0;
+    ack_dispatch(w, x, id);
 }
 
 static void retry_later(worker_t *w, const outbox_msg_t *m, int status)

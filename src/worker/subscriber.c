@@ -131,7 +131,7 @@ void subscriber_drain(worker_t *w)
         intake_delivery(w, d);
     if (w->consuming && rc < 0)
         subscriber_ended(w, rc);
-    worker_kick(w);
+    worker_kick_soon(w); /* after the completions in-process handlers queued meanwhile */
 }
 
 void subscriber_cancel(worker_t *w)

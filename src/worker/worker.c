@@ -81,7 +81,13 @@ void worker_kick(worker_t *w)
     w->kicking = true;
     do {
         w->kick_again = false;
-        intake_start_held(w);
+        if (intake_start_held(w) > 0 && w->ev_kick) {
+            /* Flush once the in-process handlers just started have finished (their
+             * completions are already due on the loop): a completion ready before its
+             * running status went out replaces it. */
+            worker_kick_soon(w);
+            break;
+        }
         reporter_flush(w);
     } while (w->kick_again && w->phase != PHASE_DONE);
     w->kicking = false;

@@ -93,7 +93,8 @@ void subscriber_pump(worker_t *w);
 /* One delivery from the worker queue; frees it. */
 void intake_delivery(worker_t *w, mq_delivery_t *d);
 /* Start held executions while there is room. */
-void intake_start_held(worker_t *w);
+/* Start what is held while there is room; returns how many started. */
+size_t intake_start_held(worker_t *w);
 /* Shutdown: nack (requeue) every execution not started yet. */
 void intake_requeue_held(worker_t *w);
 /* The consumer channel is gone and the broker requeued every unacked delivery: forget them. */

@@ -30,7 +30,8 @@ wait_until 5 pgrep -f "sleep $secs"
 p=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$tid")" 15 | jq -c .body.payload)
 assert_eq "timeout 15" "$(jq -r '"\(.status) \(.signal)"' <<<"$p")" "timeout payload: $p"
 assert_eq "timed out after 1 s" "$(jq -r .error <<<"$p")" "timeout error"
-assert_eq true "$(jq '.duration_ms >= 1000 and .duration_ms < 5000' <<<"$p")" "duration: $p"
+# libevent arms timers from its cached loop time, so a 1 s timeout can measure a few ms short.
+assert_eq true "$(jq '.duration_ms >= 950 and .duration_ms < 5000' <<<"$p")" "duration: $p"
 if pgrep -f "sleep $secs" >/dev/null; then fail "the handler's process group outlived its timeout"; fi
 
 uid=$((id + 2))

@@ -13,6 +13,7 @@ static const char *const legal_pairs[] = {
     "requested scheduling", "requested scheduled", "requested cancelled", "requested failed",
     "scheduling scheduled", "scheduling requested",
     "scheduled running",    "scheduled requested", "scheduled failed",
+    "scheduled completed",  "scheduled timeout",
     "scheduled canceling",  "scheduled cancelled",
     "running completed",    "running failed",      "running timeout",
     "running canceling",    "running abandoned",
@@ -101,8 +102,8 @@ static void pairs_literal_is_parallel(void **state)
     char from[256], to[256];
     exec_status_t targets[] = {EXEC_RUNNING, EXEC_TIMEOUT};
     assert_int_equal(trans_pairs_literal(targets, 2, from, to, sizeof from), 0);
-    assert_string_equal(from, "{scheduled,running,canceling}");
-    assert_string_equal(to, "{running,timeout,timeout}");
+    assert_string_equal(from, "{scheduled,scheduled,running,canceling}");
+    assert_string_equal(to, "{running,timeout,timeout,timeout}");
     assert_int_equal(trans_pairs_literal(targets, 2, from, to, 12), -1);
 }
 
