@@ -80,8 +80,9 @@ static int resolve(bool *done, uint64_t first, int n, uint64_t tag, bool multipl
 /* Read frames until tags [first, first + n) are all confirmed; returns how many were nacked. */
 static int await_confirms(amqp_connection_state_t c, uint64_t first, int n)
 {
-    bool done[n];
-    memset(done, 0, sizeof done);
+    bool *done = calloc(n > 0 ? (size_t)n : 1, sizeof *done);
+    if (!done)
+        die("waiting for confirms", "out of memory");
     int resolved = 0, nacked = 0;
     while (resolved < n) {
         amqp_frame_t f;
@@ -101,6 +102,7 @@ static int await_confirms(amqp_connection_state_t c, uint64_t first, int n)
             die("waiting for confirms", "unexpected method (channel closed?)");
         }
     }
+    free(done);
     return nacked;
 }
 
