@@ -22,6 +22,7 @@ assert_eq "t|4|1" "$(psql_q "select 'core.echo' = any(capabilities), capacity, h
                              from workers where id = '$w'")" "the worker's row"
 
 echo_id=$(new_execution core.echo "$w" '{"greeting": "hello", "n": [1, 2]}')
+noop_id=$(new_execution core.noop "$w")
 fail_id=$(new_execution core.fail "$w" '{"code": 4}')
 slow_id=$(psql_q "insert into executions (action_ref, pinned_worker, params, timeout_s)
                   values ('core.sleep', '$w', '{\"seconds\": 30}', 1) returning id")
@@ -48,6 +49,12 @@ assert_contains "$(jq -r .stderr_tail <<<"$outcome")" "failing on purpose with e
     "stderr tail in the outcome"
 assert_eq 0 "$(exec_field "$echo_id" "(outcome->>'exit_code')::int")" "exit code of the success"
 assert_contains "$(exec_field "$slow_id" error)" "timed out after 1 s"
+# An in-process handler finishes before its running status goes out: the completion alone
+# reports it (scheduled -> completed), with the worker's start time.
+wait_until 20 settled "$noop_id" completed
+assert_eq "requested scheduled completed|t|{}" \
+    "$(psql_q "select string_agg(to_status, ' ' order by id) from execution_events where execution_id = $noop_id")|$(exec_field "$noop_id" "started_at is not null and started_at <= ended_at")|$(exec_field "$noop_id" result)" \
+    "core.noop: completion without a running status"
 for id in "$echo_id" "$fail_id" "$slow_id"; do
     assert_eq "requested scheduled running $(exec_field "$id" status)" \
         "$(psql_q "select string_agg(to_status, ' ' order by id) from execution_events where execution_id = $id")" \
@@ -56,7 +63,7 @@ done
 wait_settled "worker.$w.executions"
 
 stop_worker worker "$BG_PID"
-assert_contains "$WORKER_STATS" '"completed":"2"'
+assert_contains "$WORKER_STATS" '"completed":"3"'
 wait_until 10 "[ \"\$(psql_q \"select status || ' ' || running from workers where id = '$w'\")\" = 'offline 0' ]"
 exec_stop "$EXEC_PID" ex
 pass
