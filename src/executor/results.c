@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/inmsg.h"
@@ -94,7 +95,8 @@ static char *outcome_json(json_object *payload)
     return text;
 }
 
-/* "YYYY-MM-DDTHH:MM:SS[.fff]Z" exactly, so the cast in SQL cannot fail the batch. */
+/* "YYYY-MM-DDTHH:MM:SS[.fff]Z" naming a real instant (no month 13, no 30 February): the
+ * cast in SQL must never fail the batch, or the completion would end up a store_error. */
 static bool rfc3339_utc(const char *s)
 {
     static const char shape[] = "dddd-dd-ddTdd:dd:dd";
@@ -105,7 +107,17 @@ static bool rfc3339_utc(const char *s)
     if (s[i] == '.')
         for (i++; isdigit((unsigned char)s[i]) && i < 27; i++)
             ;
-    return s[i] == 'Z' && s[i + 1] == '\0';
+    if (s[i] != 'Z' || s[i + 1] != '\0')
+        return false;
+    /* Round trip through timegm: an out-of-range field comes back normalised, and differs. */
+    struct tm tm = {0}, back;
+    if (!strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+        return false;
+    struct tm want = tm;
+    time_t t = timegm(&tm);
+    return gmtime_r(&t, &back) && back.tm_year == want.tm_year && back.tm_mon == want.tm_mon &&
+           back.tm_mday == want.tm_mday && back.tm_hour == want.tm_hour &&
+           back.tm_min == want.tm_min && back.tm_sec == want.tm_sec;
 }
 
 static int parse_outcome(result_msg_t *m)
@@ -243,10 +255,12 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
     if (rc == 0 && (!(params[8] = pgarr_text(&a[6])) || !(params[9] = pgarr_text(&a[7]))))
         rc = -1;
     PGresult *res = NULL;
-    if (rc != 0 || !index)
+    if (rc != 0 || !index) {
         snprintf(err, errlen, "out of memory");
-    else
+        rc = -1; /* never commit and ack a batch that was not applied */
+    } else {
         rc = db_exec(db, apply_sql, 10, params, &res, err, errlen);
+    }
     for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
         long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
         if (ord >= 1 && (size_t)ord <= k)

@@ -221,13 +221,14 @@ static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
     if (db_exec(db, lock_workers_sql, 1, params, NULL, err, errlen) != 0 ||
         db_exec(db, load_workers_sql, 1, params, &b->workers, err, errlen) != 0)
         return -1;
-    b->nw = (size_t)PQntuples(b->workers);
-    b->w = calloc(b->nw + 1, sizeof *b->w);
-    b->caps = calloc(b->nw + 1, sizeof *b->caps);
+    size_t nw = (size_t)PQntuples(b->workers);
+    b->w = calloc(nw + 1, sizeof *b->w);
+    b->caps = calloc(nw + 1, sizeof *b->caps);
     if (!b->w || !b->caps) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    b->nw = nw; /* only now: batch_free walks caps[0..nw) */
     b->cap_names = calloc(parse_capabilities(b) + 1, sizeof *b->cap_names);
     if (!b->cap_names) {
         snprintf(err, errlen, "out of memory");
