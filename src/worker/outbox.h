@@ -51,8 +51,10 @@ void outbox_msg_free(outbox_msg_t *m);
 int outbox_push(outbox_t *o, outbox_msg_t *m, int64_t now_ms) WARN_UNUSED;
 /* The message to publish now: the head, unless empty or waiting for the retry time. */
 outbox_msg_t *outbox_due(const outbox_t *o, int64_t now_ms);
-/* Unlink and return the never-tried OUTBOX_RUNNING message of (execution_id, attempt), or NULL
- * when there is none (already sent, or tried and failed). The caller frees it. */
+/* Unlink and return the OUTBOX_RUNNING message of (execution_id, attempt) whose publish never
+ * failed at the head, or NULL (confirmed already, or retrying). It may still have gone out in a
+ * batch behind a failed message; dropping it is harmless, since the executor accepts a
+ * completion with or without a running status before it. The caller frees it. */
 outbox_msg_t *outbox_take_unsent_running(outbox_t *o, int64_t execution_id, int attempt);
 /* The head was confirmed: unlink and return it (the caller frees it) and end any backoff. */
 outbox_msg_t *outbox_pop(outbox_t *o);

@@ -12,9 +12,12 @@ static void id_text(int64_t id, char *buf, size_t len)
     snprintf(buf, len, "%" PRId64, id);
 }
 
-/* body (malloc'd, may be NULL after OOM) is taken over. */
-static void enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t type,
-                    const char *message_id, const char *key_prefix, char *body, size_t len)
+static void ack_dispatch(worker_t *w, exec_t *x, const char *id);
+
+/* body (malloc'd, may be NULL after OOM) is taken over. -1 when the report was dropped (logged
+ * and counted). */
+static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t type,
+                   const char *message_id, const char *key_prefix, char *body, size_t len)
 {
     char key[160], id[24];
     snprintf(key, sizeof key, "%s.%s", key_prefix, w->id);
@@ -22,13 +25,14 @@ static void enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t
                                             key, body, len)
                            : NULL;
     if (m && outbox_push(&w->outbox, m, now_mono_ms()) == 0)
-        return;
+        return 0;
     /* Cannot happen while intake keeps room for every running execution's reports. */
     id_text(x->execution_id, id, sizeof id);
     w->stats.reports_lost++;
     log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped",
            "worker", w->id, "execution_id", id, "type", msg_type_name(type), NULL);
     outbox_msg_free(m);
+    return -1;
 }
 
 void reporter_running(worker_t *w, exec_t *x)
@@ -44,7 +48,7 @@ void reporter_running(worker_t *w, exec_t *x)
         .trace_id = x->trace_id,
     };
     char *body = report_running_body(&r, message_id, &len);
-    enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id, "execution.status",
+    (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id, "execution.status",
             body, len);
 }
 
@@ -83,8 +87,14 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
                    : "result too large for a message: cut, sent as text under \"output\"",
                "worker", w->id, "execution_id", id, NULL);
     }
-    enqueue(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id, "execution.completed",
-            body, len);
+    if (enqueue(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id,
+                "execution.completed", body, len) != 0) {
+        /* Nothing will ever confirm a completion now: settle the dispatch here so it does not
+         * hold a prefetch slot forever. The loss is logged and counted (reports_lost). */
+        id_text(x->execution_id, id, sizeof id);
+        ack_dispatch(w, x, id);
+        execs_remove(&w->execs, x, true);
+    }
 }
 
 /* The message for m; id (24 bytes) holds the execution id text it points at. */
