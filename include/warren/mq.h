@@ -140,6 +140,9 @@ int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
 
 /* Breaker state and counters for health/metrics. */
 const breaker_t *mq_breaker(const mq_client_t *c);
+/* Milliseconds until the breaker lets a publish or consume through again (as a probe); 0 when a
+ * call may go now (closed, half-open, or open long enough). Monotonic clock. */
+int64_t mq_retry_in_ms(const mq_client_t *c);
 /* Text of the last failure (connect error, channel.close reply, ...); "" when none. */
 const char *mq_last_error(const mq_client_t *c);
 /* Describe an rpc reply ("404 NOT_FOUND - no exchange 'x'") into buf. */
