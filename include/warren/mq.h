@@ -9,7 +9,6 @@
 
 #include <amqp.h>
 #include "warren/breaker.h"
-#include "warren/confirm.h"
 #include "warren/config.h"
 
 /* Distinct results so callers can tell "broker said no" from "breaker said no". */

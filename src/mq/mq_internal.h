@@ -6,6 +6,7 @@
 #define WARREN_MQ_INTERNAL_H
 
 #include <sys/time.h>
+#include "mq/confirm.h"
 #include "warren/backoff.h"
 #include "warren/mq.h"
 
