@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mq/http_get.h"
+#include "mq/mq_internal.h"
 #include "mq/topology_plan.h"
 #include "warren/log.h"
 #include "warren/topology.h"

@@ -8,6 +8,7 @@
 #include <amqp_framing.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mq/mq_internal.h"
 #include "warren/mq.h"
 
 static void test_options_from_config(void **state)
