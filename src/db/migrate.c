@@ -10,7 +10,7 @@
 #include "warren/db.h"
 #include "warren/log.h"
 #include "warren/version.h"
-#include "db/db_private.h"
+#include "db/db_internal.h"
 #include "db/sql_split.h"
 
 /* Session advisory lock held while migrating, so two migrators never interleave. */

@@ -1,5 +1,5 @@
 /*
- * Private to the mq module: the client struct and the helpers the MessageClient's files share
+ * Internal to the mq module: the client struct and the helpers the MessageClient's files share
  * (src/mq/client.c, frames.c, publish.c, consume.c), and raw channel access for topology.c.
  * Nothing outside src/mq includes this.
  */
