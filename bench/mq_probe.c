@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "mq/mq_internal.h" /* raw channel access, as topology code has */
 #include "warren/log.h"
 #include "warren/mq.h"
 

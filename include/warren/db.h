@@ -24,9 +24,11 @@ bool db_connection_lost(PGconn *db);
  * failure: err names the file, line and statement; that file's changes are rolled back,
  * files applied before it stay. An applied file whose checksum changed is a failure. */
 int db_migrate(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen);
-/* Print each migration in dir as applied (with its time) or pending, and applied ones
- * without a file, to out. Changes nothing. Returns the number pending, -1 on failure or
- * when an applied file has changed since (named in err). */
+/* The number of migrations in dir (NULL: db_schema_dir()) not applied yet. Changes and prints
+ * nothing. -1 on failure or when an applied file has changed since (named in err). */
+int db_migrate_pending(PGconn *db, const char *dir, char *err, size_t errlen) WARN_UNUSED;
+/* db_migrate_pending, and print each migration in dir as applied (with its time) or pending,
+ * and applied ones without a file, to out. */
 int db_migrate_status(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen) WARN_UNUSED;
 /* Locate the schema directory: $WARREN_SCHEMA_DIR, the source tree, or the install path. */
 const char *db_schema_dir(void);

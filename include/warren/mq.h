@@ -9,7 +9,6 @@
 
 #include <amqp.h>
 #include "warren/breaker.h"
-#include "warren/confirm.h"
 #include "warren/config.h"
 
 /* Distinct results so callers can tell "broker said no" from "breaker said no". */
@@ -70,7 +69,6 @@ typedef struct mq_delivery {
     void *body;
     size_t body_len;
     amqp_table_t headers;         /* raw headers (x-death etc.); valid until freed */
-    amqp_envelope_t envelope_;    /* private */
 } mq_delivery_t;
 
 typedef struct mq_client mq_client_t;
@@ -132,18 +130,13 @@ int mq_nack(mq_client_t *c, uint64_t delivery_tag, bool requeue) WARN_UNUSED;
  * disconnected. Never reconnects. */
 int mq_pump(mq_client_t *c) WARN_UNUSED;
 
-/* Raw channel access for topology declarations (bypasses the breaker; admin path). */
-amqp_connection_state_t mq_conn(mq_client_t *c);
-int mq_channel(const mq_client_t *c);
-/* After a channel.close from the broker: answer close-ok and reopen. Error text of the close in err. */
-int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
-
 /* Breaker state and counters for health/metrics. */
 const breaker_t *mq_breaker(const mq_client_t *c);
+/* Milliseconds until the breaker lets a publish or consume through again (as a probe); 0 when a
+ * call may go now (closed, half-open, or open long enough). Monotonic clock. */
+int64_t mq_retry_in_ms(const mq_client_t *c);
 /* Text of the last failure (connect error, channel.close reply, ...); "" when none. */
 const char *mq_last_error(const mq_client_t *c);
-/* Describe an rpc reply ("404 NOT_FOUND - no exchange 'x'") into buf. */
-void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len);
 /* Find a header value as a string (UTF-8 'S' kind); NULL when absent. Returns malloc'd copy. */
 char *mq_header_string(const amqp_table_t *headers, const char *key);
 

@@ -2,7 +2,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "cli/cli.h"
-#include "executor/executor.h"
+#include "warren/executor.h"
 #include "warren/log.h"
 
 static void usage(FILE *out)

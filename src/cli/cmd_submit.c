@@ -9,7 +9,7 @@
 #include "cli/cli_db.h"
 #include "cli/cli_fmt.h"
 #include "warren/topology.h"
-#include "worker/handlers.h"
+#include "warren/worker.h"
 
 /* How often --wait looks at the row. A primary-key lookup every 100 ms costs the database
  * next to nothing and keeps the added latency small; LISTEN/NOTIFY would need a trigger in

@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 #include "warren/log.h"
 #include "warren/topology.h"
-#include "worker/worker.h"
+#include "warren/worker.h"
 
 static void worker_usage(FILE *out)
 {
@@ -53,24 +53,6 @@ static const char *worker_id(const char *option, const warren_config_t *cfg, cha
     return host;
 }
 
-static void fill_opts(worker_opts_t *o, const warren_config_t *cfg, const char *id)
-{
-    *o = (worker_opts_t){
-        .id = id,
-        .cfg = cfg,
-        .max_concurrency = cfg->worker.max_concurrency,
-        .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
-        .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
-        .runner = {
-            .handlers_dir = cfg->worker.handlers_dir,
-            .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
-            .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
-            .kill_grace_s = cfg->worker.kill_grace_s,
-            .default_timeout_s = cfg->worker.default_timeout_s,
-        },
-    };
-}
-
 int cmd_worker(int argc, char **argv)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
@@ -107,9 +89,7 @@ int cmd_worker(int argc, char **argv)
         cfg_free(&cfg);
         return EXIT_USAGE;
     }
-    worker_opts_t o;
-    fill_opts(&o, &cfg, id);
-    int rc = worker_run(&o);
+    int rc = worker_run(&cfg, id);
     cfg_free(&cfg);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* The configuration table: one row per key. Private to the config module and its tests. */
+/* The configuration table: one row per key. Internal to the config module and its tests. */
 #ifndef WARREN_CONFIG_TABLE_H
 #define WARREN_CONFIG_TABLE_H
 

@@ -3,7 +3,7 @@
 #include <string.h>
 #include "warren/db.h"
 #include "warren/log.h"
-#include "db/db_private.h"
+#include "db/db_internal.h"
 
 /* Server notices (e.g. "relation already exists, skipping") go to the log, not stderr. */
 static void db_notice(void *arg, const PGresult *res)

@@ -10,7 +10,7 @@
 #include "warren/db.h"
 #include "warren/log.h"
 #include "warren/version.h"
-#include "db/db_private.h"
+#include "db/db_internal.h"
 #include "db/sql_split.h"
 
 /* Session advisory lock held while migrating, so two migrators never interleave. */
@@ -482,37 +482,62 @@ int db_migrate(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen)
     return applied;
 }
 
+/* The files in dir and the rows of warren_migrations, read without the lock: changes nothing. */
+static int mig_status_load(PGconn *db, const char *dir, mig_set_t *set, char *err, size_t errlen)
+{
+    if (mig_list(dir, set, err, errlen) != 0 || mig_load(db, set, err, errlen) != 0 ||
+        mig_load_applied(db, set, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
+/* Files of a loaded set not applied yet; -1 when an applied file changed since (named in err). */
+static int mig_count_pending(const mig_set_t *set, char *err, size_t errlen)
+{
+    if (mig_verify(set, err, errlen) != 0)
+        return -1;
+    int pending = 0;
+    for (size_t i = 0; i < set->n; i++)
+        pending += mig_applied_row(set, set->files[i].version) < 0;
+    return pending;
+}
+
+int db_migrate_pending(PGconn *db, const char *dir, char *err, size_t errlen)
+{
+    if (!dir)
+        dir = db_schema_dir();
+    mig_set_t set = {0};
+    int pending = -1;
+    if (mig_status_load(db, dir, &set, err, errlen) == 0)
+        pending = mig_count_pending(&set, err, errlen);
+    mig_set_free(&set);
+    return pending;
+}
+
 int db_migrate_status(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen)
 {
     if (!dir)
         dir = db_schema_dir();
     mig_set_t set = {0};
-    if (mig_list(dir, &set, err, errlen) != 0 || mig_load(db, &set, err, errlen) != 0 ||
-        mig_load_applied(db, &set, err, errlen) != 0) {
+    if (mig_status_load(db, dir, &set, err, errlen) != 0) {
         mig_set_free(&set);
         return -1;
     }
-    int pending = 0, changed = 0;
     for (size_t i = 0; i < set.n; i++) {
         const mig_file_t *f = &set.files[i];
         int row = mig_applied_row(&set, f->version);
-        if (row < 0) {
-            pending++;
+        if (row < 0)
             fprintf(out, "%-40s pending\n", f->name);
-            continue;
-        }
-        bool differs = mig_changed(&set, f, row);
-        changed += differs;
-        fprintf(out, "%-40s applied %s%s\n", f->name, PQgetvalue(set.applied, row, 3),
-                differs ? "  CHANGED since applied" : "");
+        else
+            fprintf(out, "%-40s applied %s%s\n", f->name, PQgetvalue(set.applied, row, 3),
+                    mig_changed(&set, f, row) ? "  CHANGED since applied" : "");
     }
     int rows = set.applied ? PQntuples(set.applied) : 0;
     for (int r = 0; r < rows; r++)
         if (mig_is_orphan(&set, r))
             fprintf(out, "%-40s applied %s  NO FILE in %s\n", PQgetvalue(set.applied, r, 1),
                     PQgetvalue(set.applied, r, 3), dir);
-    if (changed)
-        (void)mig_verify(&set, err, errlen); /* names the first changed file */
+    int pending = mig_count_pending(&set, err, errlen);
     mig_set_free(&set);
-    return changed ? -1 : pending;
+    return pending;
 }

@@ -13,6 +13,7 @@
 #include "executor/dbconn.h"
 #include "executor/stats.h"
 #include "warren/config.h"
+#include "warren/executor.h"
 #include "warren/mq.h"
 
 /* Plain settings of the executor's jobs, taken from the configuration by exec_params_from(). */
@@ -58,8 +59,6 @@ typedef struct executor {
 } executor_t;
 
 void exec_params_from(exec_params_t *p, const warren_config_t *cfg);
-/* Run until SIGTERM/SIGINT (drain, exit 0) or SIGQUIT. Returns an exit code. */
-int executor_run(const warren_config_t *cfg);
 
 /* scheduler.c: claim, assign, commit, publish. Returns 1 when it should run again at once (a
  * full batch went out), 0 when it should wait poll_interval_ms, -1 when it did not run

@@ -491,8 +491,7 @@ static void note_breaker(executor_t *x, breaker_state_t state)
     if (state == x->sched_breaker_state)
         return;
     char retry[24];
-    snprintf(retry, sizeof retry, "%lld",
-             (long long)breaker_retry_in_ms(mq_breaker(x->pub), now_mono_ms()));
+    snprintf(retry, sizeof retry, "%lld", (long long)mq_retry_in_ms(x->pub));
     if (state == BREAKER_OPEN && x->sched_breaker_state == BREAKER_CLOSED)
         log_kv(LOG_WARN, "publish breaker open: executions wait as requested", "retry_in_ms", retry,
                NULL);

@@ -160,6 +160,11 @@ const breaker_t *mq_breaker(const mq_client_t *c)
     return &c->breaker;
 }
 
+int64_t mq_retry_in_ms(const mq_client_t *c)
+{
+    return breaker_retry_in_ms(&c->breaker, now_mono_ms());
+}
+
 bool mq_connected(const mq_client_t *c)
 {
     return c->conn && c->channel_open;

@@ -1,6 +1,6 @@
 /* Publisher-confirm bookkeeping for one channel: outstanding delivery tags and their outcome. */
 #include <stdlib.h>
-#include "warren/confirm.h"
+#include "mq/confirm.h"
 
 #define TAG_NONE UINT64_MAX
 

@@ -32,11 +32,19 @@ static char *dup_prop(const amqp_basic_properties_t *p, amqp_flags_t flag, amqp_
     return s;
 }
 
+/* A delivery as allocated here: what callers see, then the rabbitmq-c envelope that its body
+ * and headers point into, which they never see. */
+typedef struct delivery_rec {
+    mq_delivery_t d;              /* first: a mq_delivery_t * is a delivery_rec_t * */
+    amqp_envelope_t env;
+} delivery_rec_t;
+
 void mq_free_delivery(mq_client_t *c, mq_delivery_t *d)
 {
     (void)c;
     if (!d)
         return;
+    delivery_rec_t *rec = (delivery_rec_t *)d;
     free(d->exchange);
     free(d->routing_key);
     free(d->consumer_tag);
@@ -44,20 +52,21 @@ void mq_free_delivery(mq_client_t *c, mq_delivery_t *d)
     free(d->correlation_id);
     free(d->type);
     free(d->content_type);
-    amqp_destroy_envelope(&d->envelope_);
-    free(d);
+    amqp_destroy_envelope(&rec->env);
+    free(rec);
 }
 
 /* Takes over env (also on failure). */
 static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env)
 {
-    mq_delivery_t *d = calloc(1, sizeof *d);
-    if (!d) {
+    delivery_rec_t *rec = calloc(1, sizeof *rec);
+    if (!rec) {
         amqp_destroy_envelope(env);
         return NULL;
     }
-    d->envelope_ = *env;
-    const amqp_basic_properties_t *p = &d->envelope_.message.properties;
+    rec->env = *env;
+    mq_delivery_t *d = &rec->d;
+    const amqp_basic_properties_t *p = &rec->env.message.properties;
     bool oom = false;
     d->delivery_tag = (c->channel_gen << MQ_TAG_BITS) | (env->delivery_tag & MQ_TAG_MASK);
     d->redelivered = env->redelivered;
@@ -70,8 +79,8 @@ static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env)
     d->type = dup_prop(p, AMQP_BASIC_TYPE_FLAG, p->type, &oom);
     d->content_type = dup_prop(p, AMQP_BASIC_CONTENT_TYPE_FLAG, p->content_type, &oom);
     d->timestamp = (p->_flags & AMQP_BASIC_TIMESTAMP_FLAG) ? (int64_t)p->timestamp : 0;
-    d->body = d->envelope_.message.body.bytes;
-    d->body_len = d->envelope_.message.body.len;
+    d->body = rec->env.message.body.bytes;
+    d->body_len = rec->env.message.body.len;
     if (p->_flags & AMQP_BASIC_HEADERS_FLAG)
         d->headers = p->headers;
     if (oom) {

@@ -1,11 +1,13 @@
 /*
- * Private to the MessageClient (src/mq/client.c, frames.c, publish.c, consume.c): the client
- * struct and the helpers its files share. Nothing outside src/mq includes this.
+ * Internal to the mq module: the client struct and the helpers the MessageClient's files share
+ * (src/mq/client.c, frames.c, publish.c, consume.c), and raw channel access for topology.c.
+ * Nothing outside src/mq includes this.
  */
 #ifndef WARREN_MQ_INTERNAL_H
 #define WARREN_MQ_INTERNAL_H
 
 #include <sys/time.h>
+#include "mq/confirm.h"
 #include "warren/backoff.h"
 #include "warren/mq.h"
 
@@ -72,6 +74,14 @@ void mq_set_error(mq_client_t *c, const char *fmt, ...) __attribute__((format(pr
 /* The consumer (if any) is gone for `status`, reason in c->last_error; mq_consume_next reports
  * both until mq_consume resubscribes. */
 void mq_consumer_lost(mq_client_t *c, int status);
+
+/* Raw channel access for topology declarations (bypasses the breaker; admin path). */
+amqp_connection_state_t mq_conn(mq_client_t *c);
+int mq_channel(const mq_client_t *c);
+/* After a channel.close from the broker: answer close-ok and reopen. Error text of the close in err. */
+int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
+/* Describe an rpc reply ("404 NOT_FOUND - no exchange 'x'") into buf. */
+void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len);
 
 /* Frames (frames.c) */
 /* Read and handle one frame, waiting until deadline_ms at most. Returns 1 when a frame was

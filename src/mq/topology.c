@@ -3,8 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mq/http_get.h"
+#include "mq/mq_internal.h"
 #include "mq/topology_plan.h"
-#include "warren/http_get.h"
 #include "warren/log.h"
 #include "warren/topology.h"
 

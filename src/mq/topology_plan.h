@@ -1,5 +1,5 @@
 /*
- * The wanted broker topology as data (private to the topology module): declare applies a
+ * The wanted broker topology as data (internal to the topology code of src/mq): declare applies a
  * plan, verify compares a plan with what the management API reports. Keeping both on one
  * description means they cannot disagree about an argument.
  */

@@ -214,7 +214,7 @@ static bool reports_flow(worker_t *w)
 {
     if (w->outbox.failing)
         return false;
-    int64_t wait = breaker_retry_in_ms(mq_breaker(w->publisher), now_mono_ms());
+    int64_t wait = mq_retry_in_ms(w->publisher);
     if (wait <= 0)
         return true;
     if (!evtimer_pending(w->ev_retry, NULL))

@@ -147,7 +147,7 @@ static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
 {
     char id[24], ms[24], tries[16];
     int64_t now = now_mono_ms();
-    int64_t wait = breaker_retry_in_ms(mq_breaker(w->publisher), now);
+    int64_t wait = mq_retry_in_ms(w->publisher);
     int64_t delay;
     if (status == MQ_ERR_BREAKER_OPEN) {
         /* Nothing was sent: come back when the breaker admits a probe, quietly. */

@@ -74,7 +74,7 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
     }
     if (rc == RETRY) {
         int64_t delay = backoff_next(&w->subscribe_backoff, worker_random());
-        int64_t wait = breaker_retry_in_ms(mq_breaker(w->consumer), now_mono_ms());
+        int64_t wait = mq_retry_in_ms(w->consumer);
         char ms[24];
         snprintf(ms, sizeof ms, "%lld", (long long)(wait > delay ? wait : delay));
         log_kv(LOG_WARN, "cannot consume the worker queue; retrying", "worker", w->id, "queue",

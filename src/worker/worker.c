@@ -318,7 +318,7 @@ static void teardown(worker_t *w)
         event_base_free(w->base);
 }
 
-int worker_run(const worker_opts_t *opts)
+static int run(const worker_opts_t *opts)
 {
     char err[ERRBUF_SIZE] = "";
     worker_t *w = calloc(1, sizeof *w);
@@ -342,4 +342,29 @@ int worker_run(const worker_opts_t *opts)
     teardown(w);
     free(w);
     return rc;
+}
+
+static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *id)
+{
+    *o = (worker_opts_t){
+        .id = id,
+        .cfg = cfg,
+        .max_concurrency = cfg->worker.max_concurrency,
+        .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
+        .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
+        .runner = {
+            .handlers_dir = cfg->worker.handlers_dir,
+            .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
+            .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
+            .kill_grace_s = cfg->worker.kill_grace_s,
+            .default_timeout_s = cfg->worker.default_timeout_s,
+        },
+    };
+}
+
+int worker_run(const warren_config_t *cfg, const char *id)
+{
+    worker_opts_t o;
+    opts_from(&o, cfg, id);
+    return run(&o);
 }

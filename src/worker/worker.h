@@ -1,12 +1,14 @@
 /*
  * `warren worker`: consumes dispatches from its queue worker.{id}.executions, runs them with the
  * handler runner and reports running, completed and heartbeat messages, all on one libevent loop.
- * See docs/worker.md.
+ * See docs/worker.md. The options here are taken from the configuration by worker_run()
+ * (warren/worker.h).
  */
 #ifndef WARREN_WORKER_WORKER_H
 #define WARREN_WORKER_WORKER_H
 
 #include "warren/config.h"
+#include "warren/worker.h"
 #include "worker/runner.h"
 
 /* Bytes of a handler's stderr kept for its completion message. */
@@ -20,9 +22,5 @@ typedef struct worker_opts {
     int shutdown_timeout_s;          /* first SIGTERM: wait this long for running executions */
     runner_opts_t runner;
 } worker_opts_t;
-
-/* Run until stopped by a signal (or a fatal broker refusal). Returns the exit code: 0 after a
- * clean drain, 1 when work was abandoned or the worker could not start. */
-int worker_run(const worker_opts_t *opts);
 
 #endif

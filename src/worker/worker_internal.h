@@ -1,5 +1,5 @@
 /*
- * Private to the worker daemon (worker.c, subscriber.c, intake.c, reporter.c): the worker struct
+ * Internal to the worker daemon (worker.c, subscriber.c, intake.c, reporter.c): the worker struct
  * and the calls between its parts. Everything runs on the worker's one event loop thread.
  */
 #ifndef WARREN_WORKER_INTERNAL_H

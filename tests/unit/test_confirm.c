@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
-#include "warren/confirm.h"
+#include "mq/confirm.h"
 
 static int setup(void **state)
 {

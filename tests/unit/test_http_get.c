@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "warren/http_get.h"
+#include "mq/http_get.h"
 
 static void test_url_parse(void **state)
 {

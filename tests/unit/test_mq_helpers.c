@@ -8,6 +8,7 @@
 #include <amqp_framing.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mq/mq_internal.h"
 #include "warren/mq.h"
 
 static void test_options_from_config(void **state)
@@ -51,6 +52,7 @@ static void test_new_applies_defaults(void **state)
     assert_int_equal(mq_fd(c), -1);
     assert_null(mq_conn(c));
     assert_string_equal(mq_last_error(c), "");
+    assert_int_equal(mq_retry_in_ms(c), 0);
     mq_destroy(c);
 }
 
@@ -80,6 +82,8 @@ static void test_breaker_opens_and_fails_fast(void **state)
     assert_int_equal(mq_publish(c, &m), MQ_ERR_CONNECTION); /* reconnect backoff: no attempt */
     assert_non_null(strstr(mq_last_error(c), "reconnect backoff"));
     assert_int_equal(mq_breaker(c)->state, BREAKER_OPEN);
+    int64_t retry = mq_retry_in_ms(c);
+    assert_true(retry > 50000 && retry <= 60000);
     int results[3];
     mq_message_t batch[3] = {m, m, m};
     assert_int_equal(mq_publish_batch(c, batch, 3, results), MQ_ERR_BREAKER_OPEN);

@@ -2,8 +2,8 @@
  * Publisher-confirm bookkeeping for one channel: which delivery tags are outstanding and how
  * each one ended (ack, nack, returned). Pure logic, no I/O; the MessageClient feeds it frames.
  */
-#ifndef WARREN_CONFIRM_H
-#define WARREN_CONFIRM_H
+#ifndef WARREN_MQ_CONFIRM_H
+#define WARREN_MQ_CONFIRM_H
 
 #include "warren/common.h"
 

@@ -1,6 +1,6 @@
-/* Helpers shared by the db module's files (db.c, migrate.c); not part of the contract. */
-#ifndef WARREN_DB_PRIVATE_H
-#define WARREN_DB_PRIVATE_H
+/* Internal to the db module: helpers its files (db.c, migrate.c) share. */
+#ifndef WARREN_DB_INTERNAL_H
+#define WARREN_DB_INTERNAL_H
 
 #include <libpq-fe.h>
 #include <stddef.h>

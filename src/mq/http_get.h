@@ -3,8 +3,8 @@
  * one request per connection, bounded in time and size. Not a general HTTP client: no TLS,
  * no redirects, no chunked bodies (HTTP/1.0 requests never get them).
  */
-#ifndef WARREN_HTTP_GET_H
-#define WARREN_HTTP_GET_H
+#ifndef WARREN_MQ_HTTP_GET_H
+#define WARREN_MQ_HTTP_GET_H
 
 #include "warren/common.h"
 
