@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/cli_db.h"
 #include "cli/cli_fmt.h"
+#include "warren/utf8.h"
 
 #define LIST_DEFAULT_LIMIT "20"
 #define LIST_MAX_LIMIT 100000
@@ -63,8 +64,8 @@ static int list_parse(int argc, char **argv, list_opts_t *o)
     if (optind < argc)
         cli_usage_error("list", list_usage_line, "unexpected argument '%s'", argv[optind]);
     else if (o->status && !cli_status_known(o->status))
-        cli_usage_error("list", list_usage_line, "unknown status '%.40s'; statuses: %s",
-                        o->status, cli_status_list());
+        cli_usage_error("list", list_usage_line, "unknown status '%.*s'; statuses: %s",
+                        utf8_prec(o->status, 40), o->status, cli_status_list());
     else if (cli_parse_int64(o->limit, 1, LIST_MAX_LIMIT, &n) != 0)
         cli_usage_error("list", list_usage_line, "--limit wants a whole number 1-%d, not '%s'",
                         LIST_MAX_LIMIT, o->limit);

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "executor/headers.h"
-#include "executor/pgtext.h"
+#include "warren/utf8.h"
 
 /* Deeper nesting than this is not something RabbitMQ or warren produce: cut it off. */
 #define MAX_DEPTH 16
@@ -14,7 +14,7 @@ static json_object *value_to_json(const amqp_field_value_t *v, int depth);
 
 static json_object *bytes_to_json(amqp_bytes_t b)
 {
-    char *clean = pgtext_clean(b.bytes, b.len);
+    char *clean = utf8_clean(b.bytes, b.len);
     json_object *o = clean ? json_object_new_string(clean) : NULL;
     free(clean);
     return o;
@@ -37,7 +37,7 @@ static json_object *table_to_json(const amqp_table_t *t, int depth)
 {
     json_object *o = json_object_new_object();
     for (int i = 0; o && t && i < t->num_entries; i++) {
-        char *key = pgtext_clean(t->entries[i].key.bytes, t->entries[i].key.len);
+        char *key = utf8_clean(t->entries[i].key.bytes, t->entries[i].key.len);
         if (key)
             json_object_object_add(o, key, value_to_json(&t->entries[i].value, depth + 1));
         free(key);
@@ -109,7 +109,7 @@ static void copy_string(const amqp_field_value_t *v, char *dst, size_t cap)
     dst[0] = '\0';
     if (!v || (v->kind != AMQP_FIELD_KIND_UTF8 && v->kind != AMQP_FIELD_KIND_BYTES))
         return;
-    char *clean = pgtext_clean(v->value.bytes.bytes, v->value.bytes.len);
+    char *clean = utf8_clean(v->value.bytes.bytes, v->value.bytes.len);
     if (clean)
         snprintf(dst, cap, "%s", clean);
     free(clean);

@@ -16,6 +16,7 @@
 #include "warren/envelope.h"
 #include "warren/log.h"
 #include "warren/topology.h"
+#include "warren/utf8.h"
 
 #define MAX_CAPABILITIES 1024
 #define MAX_TEXT 255
@@ -65,7 +66,7 @@ static int parse_capabilities(heartbeat_t *h, json_object *payload)
         json_object *c = json_object_array_get_idx(caps, i);
         const char *s = json_object_is_type(c, json_type_string) ? json_object_get_string(c) : NULL;
         size_t len = s ? (size_t)json_object_get_string_len(c) : 0;
-        if (!s || len == 0 || len > MAX_TEXT || strlen(s) != len || !pgtext_is_clean(s, len))
+        if (!s || len == 0 || len > MAX_TEXT || strlen(s) != len || !utf8_is_text(s, len))
             return inmsg_reject(&h->in, "parse_error",
                                 "field 'capabilities' holds something that is not an action name");
         pgarr_add(&h->capabilities, s);
@@ -114,8 +115,8 @@ static int parse_heartbeat(heartbeat_t *h, const mq_delivery_t *d)
     if (h->started_at && !timestamp_valid(h->started_at))
         return inmsg_reject(&h->in, "parse_error",
                             "field 'started_at' is not an RFC 3339 UTC time");
-    if ((h->host && !pgtext_is_clean(h->host, strlen(h->host))) ||
-        (h->version && !pgtext_is_clean(h->version, strlen(h->version))))
+    if ((h->host && !utf8_is_text(h->host, strlen(h->host))) ||
+        (h->version && !utf8_is_text(h->version, strlen(h->version))))
         return inmsg_reject(&h->in, "parse_error",
                             "fields 'host' and 'version' must be UTF-8 text");
     return parse_capabilities(h, p);

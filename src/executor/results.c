@@ -21,6 +21,7 @@
 #include "warren/envelope.h"
 #include "warren/log.h"
 #include "warren/topology.h"
+#include "warren/utf8.h"
 
 #define MAX_ERROR_TEXT 8192
 
@@ -73,7 +74,7 @@ static int parse_status(result_msg_t *m)
               (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT)
                           : st == EXEC_RUNNING);
     if (!ok)
-        return inmsg_reject(&m->in, "parse_error", "status '%.32s' cannot be reported by %s", s,
+        return inmsg_reject(&m->in, "parse_error", "status '%s' cannot be reported by %s", s,
                             m->in.env.type_name);
     m->target = st;
     return 0;
@@ -140,8 +141,9 @@ static int parse_outcome(result_msg_t *m)
         !json_object_is_type(e, json_type_null)) {
         if (!json_object_is_type(e, json_type_string))
             return inmsg_reject(&m->in, "parse_error", "field 'error' must be a string");
+        const char *text = json_object_get_string(e);
         size_t n = (size_t)json_object_get_string_len(e);
-        m->error_text = pgtext_clean(json_object_get_string(e), n < MAX_ERROR_TEXT ? n : MAX_ERROR_TEXT);
+        m->error_text = utf8_clean(text, utf8_cut(text, n, MAX_ERROR_TEXT));
     }
     return 0;
 }

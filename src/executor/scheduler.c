@@ -14,6 +14,7 @@
 #include "warren/envelope.h"
 #include "warren/log.h"
 #include "warren/topology.h"
+#include "warren/utf8.h"
 
 /* Statuses that occupy a worker slot (the partial index executions_active_worker_idx). */
 #define IN_FLIGHT "('scheduling', 'scheduled', 'running', 'canceling')"
@@ -246,7 +247,8 @@ static void build_dispatch(sched_job_t *j)
     snprintf(d.action_ref, sizeof d.action_ref, "%s", j->action_ref);
     if (topo_dispatch_key(j->worker, j->routing_key, sizeof j->routing_key) != 0) {
         snprintf(j->fail_error, sizeof j->fail_error,
-                 "worker id '%.64s' cannot name a queue: %s", j->worker, TOPO_WORKER_ID_RULE);
+                 "worker id '%.*s' cannot name a queue: %s", utf8_prec(j->worker, 64), j->worker,
+                 TOPO_WORKER_ID_RULE);
         return;
     }
     d.params = json_tokener_parse(j->params);

@@ -360,7 +360,8 @@ static int execution_id_from(json_object *payload, int64_t *out, char *err, size
     size_t n = strlen(s);
     bool digits = n > 0 && n <= 18 && strspn(s, "0123456789") == n && s[0] != '0';
     if (!digits || (size_t)json_object_get_string_len(v) != n) {
-        snprintf(err, errlen, "field 'payload.execution_id': '%.40s' is not a positive integer", s);
+        snprintf(err, errlen, "field 'payload.execution_id': '%.*s' is not a positive integer",
+                 utf8_prec(s, 40), s);
         return -1;
     }
     *out = strtoll(s, NULL, 10);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "warren/log.h"
+#include "warren/utf8.h"
 #include "worker/handlers.h"
 
 #define REF_MAX 255
@@ -190,8 +191,8 @@ int handlers_exec_path(const char *dir, const char *ref, char *path, size_t path
                        size_t errlen)
 {
     if (!handlers_valid_ref(ref)) {
-        snprintf(err, errlen, "invalid action_ref '%.64s': use 1-255 of A-Z a-z 0-9 . _ -, "
-                 "not starting with '.'", ref ? ref : "");
+        snprintf(err, errlen, "invalid action_ref '%.*s': use 1-255 of A-Z a-z 0-9 . _ -, "
+                 "not starting with '.'", utf8_prec(ref ? ref : "", 64), ref ? ref : "");
         return -1;
     }
     if (has_suffix(ref, ".so") || (size_t)snprintf(path, pathlen, "%s/%s", dir, ref) >= pathlen ||
