@@ -16,6 +16,7 @@
 #include "warren/db.h"
 #include "warren/envelope.h"
 #include "warren/log.h"
+#include "warren/timestamp.h"
 
 #define TTL_EXPIRED_ERROR "Worker queue TTL expired"
 
@@ -66,8 +67,8 @@ static const char *broker_reason(const dlq_item_t *it)
 /* The failed execution's result: what happened, where, and the broker's own record. */
 static char *failure_result(const dlq_item_t *it, const char *error)
 {
-    char when[40], message[600];
-    hdr_format_time(it->xd.time_s ? it->xd.time_s : now_wall_ms() / 1000, when, sizeof when);
+    char when[TS_TEXT_MAX], message[600];
+    ts_format(it->xd.time_s ? it->xd.time_s * 1000000 : now_wall_ms() * 1000, when, sizeof when);
     const char *queue = it->xd.queue[0] ? it->xd.queue : "its worker queue";
     if (!strcmp(broker_reason(it), "expired"))
         snprintf(message, sizeof message,

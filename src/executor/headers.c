@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "executor/headers.h"
+#include "warren/timestamp.h"
 #include "warren/utf8.h"
 
 /* Deeper nesting than this is not something RabbitMQ or warren produce: cut it off. */
@@ -18,14 +18,6 @@ static json_object *bytes_to_json(amqp_bytes_t b)
     json_object *o = clean ? json_object_new_string(clean) : NULL;
     free(clean);
     return o;
-}
-
-void hdr_format_time(int64_t epoch_s, char *buf, size_t len)
-{
-    time_t t = (time_t)epoch_s;
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "%lld", (long long)epoch_s);
 }
 
 static json_object *double_to_json(double d)
@@ -55,7 +47,7 @@ static json_object *array_to_json(const amqp_array_t *a, int depth)
 
 static json_object *value_to_json(const amqp_field_value_t *v, int depth)
 {
-    char ts[40];
+    char ts[TS_TEXT_MAX];
     if (depth > MAX_DEPTH)
         return json_object_new_string("(nested too deep)");
     switch (v->kind) {
@@ -75,7 +67,7 @@ static json_object *value_to_json(const amqp_field_value_t *v, int depth)
     case AMQP_FIELD_KIND_UTF8:
     case AMQP_FIELD_KIND_BYTES: return bytes_to_json(v->value.bytes);
     case AMQP_FIELD_KIND_TIMESTAMP:
-        hdr_format_time((int64_t)v->value.u64, ts, sizeof ts);
+        ts_format((int64_t)v->value.u64 * 1000000, ts, sizeof ts); /* AMQP: seconds */
         return json_object_new_string(ts);
     case AMQP_FIELD_KIND_TABLE: return table_to_json(&v->value.table, depth);
     case AMQP_FIELD_KIND_ARRAY: return array_to_json(&v->value.array, depth);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/inmsg.h"
@@ -15,6 +14,7 @@
 #include "warren/db.h"
 #include "warren/envelope.h"
 #include "warren/log.h"
+#include "warren/timestamp.h"
 #include "warren/topology.h"
 #include "warren/utf8.h"
 
@@ -23,33 +23,13 @@
 
 typedef struct heartbeat {
     inmsg_t in;                  /* first: dlstore_unusable reads it */
-    const char *worker_id, *status, *host, *version, *started_at;  /* borrowed from env */
+    const char *worker_id, *status, *host, *version;  /* borrowed from env */
+    const char *started_at;      /* started_text, or NULL */
+    char started_text[TS_TEXT_MAX];
     int64_t capacity, running, interval_s;
     pgarr_t capabilities;        /* the text[] literal */
     bool superseded;             /* a later heartbeat of the same worker is in the batch */
 } heartbeat_t;
-
-/* "YYYY-MM-DDTHH:MM:SS[.frac](Z|+00:00)" naming a real instant, so the timestamptz cast
- * cannot fail (one bad heartbeat must not sink the batch). */
-static bool timestamp_valid(const char *s)
-{
-    struct tm tm = {0};
-    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!end)
-        return false;
-    if (*end == '.') {
-        size_t digits = strspn(end + 1, "0123456789");
-        if (digits == 0 || digits > 9)
-            return false;
-        end += 1 + digits;
-    }
-    if (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0)
-        return false;
-    struct tm check = tm;
-    time_t t = timegm(&check);
-    return t != (time_t)-1 && check.tm_mday == tm.tm_mday && check.tm_mon == tm.tm_mon &&
-           tm.tm_year >= -1900 + 1 && tm.tm_year <= 9999 - 1900;
-}
 
 static int parse_capabilities(heartbeat_t *h, json_object *payload)
 {
@@ -112,9 +92,16 @@ static int parse_heartbeat(heartbeat_t *h, const mq_delivery_t *d)
     if (strcmp(h->status, "online") && strcmp(h->status, "stopping") && strcmp(h->status, "offline"))
         return inmsg_reject(&h->in, "parse_error",
                             "field 'status' must be online, stopping or offline");
-    if (h->started_at && !timestamp_valid(h->started_at))
+    /* The database gets the instant in one spelling it reads the same way: the cast in SQL
+     * cannot fail (one bad heartbeat must not sink the batch). */
+    int64_t us;
+    if (h->started_at && ts_parse(h->started_at, &us) != 0)
         return inmsg_reject(&h->in, "parse_error",
-                            "field 'started_at' is not an RFC 3339 UTC time");
+                            "field 'started_at' is not an RFC 3339 date-time");
+    if (h->started_at) {
+        ts_format_us(us, h->started_text, sizeof h->started_text);
+        h->started_at = h->started_text;
+    }
     if ((h->host && !utf8_is_text(h->host, strlen(h->host))) ||
         (h->version && !utf8_is_text(h->version, strlen(h->version))))
         return inmsg_reject(&h->in, "parse_error",

@@ -5,12 +5,10 @@
  * or stale message changes nothing; it is counted as stale. Unreadable messages go to
  * dead_letters in the same transaction.
  */
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/inmsg.h"
@@ -20,6 +18,7 @@
 #include "warren/db.h"
 #include "warren/envelope.h"
 #include "warren/log.h"
+#include "warren/timestamp.h"
 #include "warren/topology.h"
 #include "warren/utf8.h"
 
@@ -34,7 +33,7 @@ typedef struct result_msg {
     char *result;                 /* JSON text or NULL */
     char *error_text;             /* cleaned, or NULL */
     char *outcome;                /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
-    char started_at[32];          /* the worker's start time, RFC 3339 UTC; "" when absent */
+    char started_at[TS_TEXT_MAX]; /* the worker's start time, UTC microseconds; "" when absent */
     int round;                    /* nth message for its execution in this batch */
     bool applied;
 } result_msg_t;
@@ -96,39 +95,18 @@ static char *outcome_json(json_object *payload)
     return text;
 }
 
-/* "YYYY-MM-DDTHH:MM:SS[.fff]Z" naming a real instant (no month 13, no 30 February): the
- * cast in SQL must never fail the batch, or the completion would end up a store_error. */
-static bool rfc3339_utc(const char *s)
-{
-    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
-    size_t i = 0;
-    for (; shape[i]; i++)
-        if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
-            return false;
-    if (s[i] == '.')
-        for (i++; isdigit((unsigned char)s[i]) && i < 27; i++)
-            ;
-    if (s[i] != 'Z' || s[i + 1] != '\0')
-        return false;
-    /* Round trip through timegm: an out-of-range field comes back normalised, and differs. */
-    struct tm tm = {0}, back;
-    if (!strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
-        return false;
-    struct tm want = tm;
-    time_t t = timegm(&tm);
-    return gmtime_r(&t, &back) && back.tm_year == want.tm_year && back.tm_mon == want.tm_mon &&
-           back.tm_mday == want.tm_mday && back.tm_hour == want.tm_hour &&
-           back.tm_min == want.tm_min && back.tm_sec == want.tm_sec;
-}
-
 static int parse_outcome(result_msg_t *m)
 {
     m->outcome = outcome_json(m->in.env.payload);
+    /* A started_at that names no instant is left out: the completion itself still counts. The
+     * database gets the instant in one spelling it reads the same way, so the cast in SQL never
+     * fails the batch (the completion would end up a store_error). */
     json_object *started;
+    int64_t us;
     if (json_object_object_get_ex(m->in.env.payload, "started_at", &started) &&
         json_object_is_type(started, json_type_string) &&
-        rfc3339_utc(json_object_get_string(started)))
-        snprintf(m->started_at, sizeof m->started_at, "%s", json_object_get_string(started));
+        ts_parse(json_object_get_string(started), &us) == 0)
+        ts_format_us(us, m->started_at, sizeof m->started_at);
     json_object *result = NULL;
     if (json_object_object_get_ex(m->in.env.payload, "result", &result) && result &&
         !json_object_is_type(result, json_type_null)) {

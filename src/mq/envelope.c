@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include "warren/envelope.h"
+#include "warren/timestamp.h"
 #include "warren/topology.h"
 #include "warren/utf8.h"
 
@@ -138,30 +138,6 @@ static int field_int(json_object *obj, const char *key, const char *name, bool r
     return check_range(*out, min, max, name, err, errlen);
 }
 
-/* "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)": RFC 3339 restricted to UTC. */
-static bool rfc3339_utc_valid(const char *s)
-{
-    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
-    for (size_t i = 0; i < sizeof shape - 1; i++) {
-        bool ok = shape[i] == 'd' ? isdigit((unsigned char)s[i]) != 0
-                                  : (s[i] == shape[i] || (i == 10 && s[i] == 't'));
-        if (!ok)
-            return false;
-    }
-    int mon = atoi(s + 5), day = atoi(s + 8), hour = atoi(s + 11), min = atoi(s + 14),
-        sec = atoi(s + 17);
-    if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
-        return false;
-    const char *p = s + sizeof shape - 1;
-    if (*p == '.') {
-        size_t digits = strspn(p + 1, "0123456789");
-        if (digits < 1 || digits > 9)
-            return false;
-        p += 1 + digits;
-    }
-    return !strcmp(p, "Z") || !strcmp(p, "z") || !strcmp(p, "+00:00");
-}
-
 /* ---- decoding ---- */
 
 /* Parse the whole body as one JSON value; only whitespace may follow it. */
@@ -266,8 +242,9 @@ static int decode_fields(json_object *root, envelope_t *e, char *err, size_t err
         field_get(root, "payload", "payload", true, &payload, err, errlen) != 0 ||
         want_type(payload, json_type_object, "an object", "payload", err, errlen) != 0)
         return -1;
-    if (!rfc3339_utc_valid(e->timestamp)) {
-        snprintf(err, errlen, "field 'timestamp': '%s' is not an RFC 3339 UTC time", e->timestamp);
+    if (ts_parse(e->timestamp, &e->timestamp_us) != 0) {
+        snprintf(err, errlen, "field 'timestamp': '%s' is not an RFC 3339 date-time",
+                 e->timestamp);
         return -1;
     }
     e->version = (int)version;
@@ -312,7 +289,7 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
                       const char *source, int attempt, const char *trace_id,
                       json_object *payload, size_t *len)
 {
-    char id[40], ts[40];
+    char id[40], ts[TS_TEXT_MAX];
     if (!payload)
         payload = json_object_new_object();
     if (type == MSG_UNKNOWN || (size_t)type >= N_TYPES || !payload) {
@@ -321,7 +298,7 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
     }
     if (!message_id)
         envelope_new_id(id, sizeof id);
-    envelope_timestamp(ts, sizeof ts);
+    ts_now(ts, sizeof ts);
     json_object *headers = json_object_new_object();
     json_object_object_add(headers, "source", json_object_new_string(source ? source : ""));
     json_object_object_add(headers, "attempt", json_object_new_int(attempt));
@@ -418,7 +395,7 @@ json_object *dispatch_to_payload(const dispatch_t *d)
     return o;
 }
 
-/* ---- ids and clocks ---- */
+/* ---- ids ---- */
 
 void envelope_new_id(char *buf, size_t len)
 {
@@ -437,15 +414,4 @@ void envelope_new_id(char *buf, size_t len)
              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
              b[15]);
-}
-
-void envelope_timestamp(char *buf, size_t len)
-{
-    struct timespec ts;
-    struct tm tm;
-    char sec[24];
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(sec, sizeof sec, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "%s.%03ldZ", sec, ts.tv_nsec / 1000000);
 }

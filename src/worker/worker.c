@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "warren/log.h"
+#include "warren/timestamp.h"
 #include "worker/worker_internal.h"
 
 #define STATS_INTERVAL_S 60
@@ -270,7 +271,7 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     if (gethostname(w->host, sizeof w->host) != 0)
         snprintf(w->host, sizeof w->host, "unknown");
     w->host[sizeof w->host - 1] = '\0';
-    envelope_timestamp(w->started_at, sizeof w->started_at);
+    ts_now(w->started_at, sizeof w->started_at);
     execs_init(&w->execs);
     outbox_init(&w->outbox, 2 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
                 RETRY_MAX_MS);
