@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 #include "warren/common.h"
+#include "warren/ids.h"
 #include "warren/timestamp.h"
 
 #define ENVELOPE_MAX_BYTES (1024 * 1024)
@@ -55,8 +56,8 @@ void envelope_free(envelope_t *e);
 /* Dispatch payload (ExecutionRequested). */
 typedef struct dispatch {
     int64_t execution_id;
-    char worker_id[65];
-    char action_ref[256];
+    char worker_id[WORKER_ID_MAX + 1];
+    char action_ref[ACTION_REF_MAX + 1];
     json_object *params;          /* borrowed from the envelope payload; NULL when absent */
     int attempt;                  /* >= 1; 1 when absent */
     int timeout_s;                /* >= 0; 0 (absent) means the worker's default */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/msgfields.h"
+#include "warren/ids.h"
 
 static json_object *get(json_object *obj, const char *key)
 {
@@ -63,13 +64,11 @@ int mf_execution_id(json_object *obj, int64_t *out, char *err, size_t errlen)
         return 0;
     if (!json_object_is_type(v, json_type_string))
         return mf_int(obj, "execution_id", 1, INT64_MAX - 1, out, err, errlen);
-    const char *s = json_object_get_string(v);
-    size_t n = (size_t)json_object_get_string_len(v);
-    if (n == 0 || n > 18 || strspn(s, "0123456789") != n || s[0] == '0') {
+    if (ids_execution_id_parse(json_object_get_string(v), (size_t)json_object_get_string_len(v),
+                               out) != 0) {
         snprintf(err, errlen, "field 'execution_id' is not a positive integer");
         return -1;
     }
-    *out = strtoll(s, NULL, 10);
     return 1;
 }
 

@@ -13,9 +13,9 @@
 #include "executor/pgtext.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/ids.h"
 #include "warren/log.h"
 #include "warren/timestamp.h"
-#include "warren/topology.h"
 #include "warren/utf8.h"
 
 #define MAX_CAPABILITIES 1024
@@ -78,7 +78,7 @@ static int parse_heartbeat(heartbeat_t *h, const mq_delivery_t *d)
                             "only WorkerHeartbeat belongs in the heartbeats queue");
     json_object *p = h->in.env.payload;
     if (mf_string(p, "worker_id", WORKER_ID_MAX, &h->worker_id, err, sizeof err) != 1 ||
-        !topo_worker_id_valid(h->worker_id))
+        !ids_worker_valid(h->worker_id))
         return inmsg_reject(&h->in, "parse_error",
                             "field 'worker_id' is missing or not a valid worker id");
     if (mf_string(p, "status", 16, &h->status, err, sizeof err) < 0 ||

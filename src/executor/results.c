@@ -17,9 +17,9 @@
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/ids.h"
 #include "warren/log.h"
 #include "warren/timestamp.h"
-#include "warren/topology.h"
 #include "warren/utf8.h"
 
 #define MAX_ERROR_TEXT 8192
@@ -44,7 +44,7 @@ static void find_worker(result_msg_t *m)
     const char *w = NULL;
     char err[ERRBUF_SIZE];
     if (mf_string(m->in.env.payload, "worker_id", WORKER_ID_MAX, &w, err, sizeof err) == 1 &&
-        topo_worker_id_valid(w)) {
+        ids_worker_valid(w)) {
         snprintf(m->worker, sizeof m->worker, "%s", w);
         return;
     }
@@ -52,7 +52,7 @@ static void find_worker(result_msg_t *m)
     const char *prefixes[] = {"execution.status.", "execution.completed."};
     for (size_t i = 0; i < 2; i++)
         if (!strncmp(key, prefixes[i], strlen(prefixes[i])) &&
-            topo_worker_id_valid(key + strlen(prefixes[i])))
+            ids_worker_valid(key + strlen(prefixes[i])))
             snprintf(m->worker, sizeof m->worker, "%s", key + strlen(prefixes[i]));
 }
 

@@ -12,6 +12,7 @@
 #include "executor/pgtext.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/ids.h"
 #include "warren/log.h"
 #include "warren/topology.h"
 #include "warren/utf8.h"
@@ -248,7 +249,7 @@ static void build_dispatch(sched_job_t *j)
     if (topo_dispatch_key(j->worker, j->routing_key, sizeof j->routing_key) != 0) {
         snprintf(j->fail_error, sizeof j->fail_error,
                  "worker id '%.*s' cannot name a queue: %s", utf8_prec(j->worker, 64), j->worker,
-                 TOPO_WORKER_ID_RULE);
+                 IDS_WORKER_RULE);
         return;
     }
     d.params = json_tokener_parse(j->params);

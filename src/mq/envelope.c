@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include "warren/envelope.h"
+#include "warren/ids.h"
 #include "warren/timestamp.h"
-#include "warren/topology.h"
 #include "warren/utf8.h"
 
 static const char *const type_names[] = {
@@ -323,8 +323,7 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
 
 /* ---- dispatch payload ---- */
 
-/* Some peers send ids as JSON strings; accept "123" but nothing looser (no sign, spaces,
- * or leading zeros) so an id always has exactly one spelling. */
+/* Some peers send ids as JSON strings: "123" (ids_execution_id_parse), nothing looser. */
 static int execution_id_from(json_object *payload, int64_t *out, char *err, size_t errlen)
 {
     json_object *v;
@@ -334,14 +333,11 @@ static int execution_id_from(json_object *payload, int64_t *out, char *err, size
         return field_int(payload, "execution_id", "payload.execution_id", true, 1, INT64_MAX - 1,
                          0, out, err, errlen);
     const char *s = json_object_get_string(v);
-    size_t n = strlen(s);
-    bool digits = n > 0 && n <= 18 && strspn(s, "0123456789") == n && s[0] != '0';
-    if (!digits || (size_t)json_object_get_string_len(v) != n) {
+    if (ids_execution_id_parse(s, (size_t)json_object_get_string_len(v), out) != 0) {
         snprintf(err, errlen, "field 'payload.execution_id': '%.*s' is not a positive integer",
                  utf8_prec(s, 40), s);
         return -1;
     }
-    *out = strtoll(s, NULL, 10);
     return 0;
 }
 
@@ -369,7 +365,7 @@ int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size
         field_int(payload, "timeout_s", "payload.timeout_s", false, 0, INT32_MAX, 0, &timeout_s,
                   err, errlen) != 0)
         return -1;
-    if (!topo_worker_id_valid(out->worker_id)) {
+    if (!ids_worker_valid(out->worker_id)) {
         snprintf(err, errlen, "field 'payload.worker_id': '%s' is not a valid worker id",
                  out->worker_id);
         return -1;

@@ -33,10 +33,6 @@ int handlers_load_dir(handlers_t *r, const char *dir);
 /* The in-process handler for action_ref, or NULL. */
 const warren_handler_t *handlers_find(const handlers_t *r, const char *action_ref);
 
-/* An action_ref is 1..255 of [A-Za-z0-9._-], not starting with '.': it can name a file in the
- * handlers directory and nothing outside it. */
-bool handlers_valid_ref(const char *action_ref);
-
 /* Path of the executable handler for action_ref: a regular, executable file dir/<action_ref>
  * (never a *.so). Returns -1 with the reason when there is none. */
 int handlers_exec_path(const char *dir, const char *action_ref, char *path, size_t pathlen,
