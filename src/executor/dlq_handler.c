@@ -15,6 +15,7 @@
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/jsonfield.h"
 #include "warren/log.h"
 #include "warren/timestamp.h"
 
@@ -45,7 +46,9 @@ static void classify(dlq_item_t *it, const mq_delivery_t *d)
                    it->in.env.type_name);
         return;
     }
-    if (!json_object_object_get_ex(it->in.env.payload, "execution_id", NULL)) {
+    jf_t p = {it->in.env.payload, "payload", err, sizeof err};
+    json_object *id;
+    if (jf_value(&p, "execution_id", false, &id) == 0) { /* absent or null */
         inmsg_reject(&it->in, "missing_execution_id", "%s", "the dispatch payload has no execution_id");
         return;
     }

@@ -12,12 +12,12 @@
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/inmsg.h"
-#include "executor/msgfields.h"
 #include "executor/pgtext.h"
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
 #include "warren/ids.h"
+#include "warren/jsonfield.h"
 #include "warren/log.h"
 #include "warren/timestamp.h"
 #include "warren/utf8.h"
@@ -43,8 +43,8 @@ static void find_worker(result_msg_t *m)
 {
     const char *w = NULL;
     char err[ERRBUF_SIZE];
-    if (mf_string(m->in.env.payload, "worker_id", WORKER_ID_MAX, &w, err, sizeof err) == 1 &&
-        ids_worker_valid(w)) {
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    if (jf_string(&p, "worker_id", false, WORKER_ID_MAX, &w) == 1 && ids_worker_valid(w)) {
         snprintf(m->worker, sizeof m->worker, "%s", w);
         return;
     }
@@ -62,12 +62,14 @@ static int parse_status(result_msg_t *m)
 {
     const char *s = NULL;
     char err[ERRBUF_SIZE];
-    if (mf_string(m->in.env.payload, "status", 32, &s, err, sizeof err) < 0)
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    json_object *error;
+    if (jf_string(&p, "status", false, 32, &s) < 0)
         return inmsg_reject(&m->in, "parse_error", "%s", err);
     bool completion = m->in.env.type == MSG_EXECUTION_COMPLETED;
-    if (!s)
-        s = !completion ? "running" : json_object_object_get_ex(m->in.env.payload, "error", NULL)
-                                          ? "failed" : "completed";
+    if (!s) /* an error of null is no error, as everywhere else */
+        s = !completion ? "running" : jf_value(&p, "error", false, &error) == 1 ? "failed"
+                                                                                : "completed";
     exec_status_t st;
     bool ok = trans_status_parse(s, &st) == 0 &&
               (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT)
@@ -86,7 +88,7 @@ static char *outcome_json(json_object *payload)
                                        "duration_ms"};
     json_object *o = json_object_new_object(), *v;
     for (size_t i = 0; o && i < sizeof keys / sizeof keys[0]; i++)
-        if (json_object_object_get_ex(payload, keys[i], &v) && v && !mf_has_nul(v))
+        if (json_object_object_get_ex(payload, keys[i], &v) && v && !jf_has_nul(v))
             json_object_object_add(o, keys[i], json_object_get(v));
     char *text = o && json_object_object_length(o) > 0
                      ? strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN))
@@ -97,32 +99,31 @@ static char *outcome_json(json_object *payload)
 
 static int parse_outcome(result_msg_t *m)
 {
+    char err[ERRBUF_SIZE];
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
     m->outcome = outcome_json(m->in.env.payload);
     /* A started_at that names no instant is left out: the completion itself still counts. The
      * database gets the instant in one spelling it reads the same way, so the cast in SQL never
      * fails the batch (the completion would end up a store_error). */
-    json_object *started;
+    const char *started;
     int64_t us;
-    if (json_object_object_get_ex(m->in.env.payload, "started_at", &started) &&
-        json_object_is_type(started, json_type_string) &&
-        ts_parse(json_object_get_string(started), &us) == 0)
+    if (jf_string(&p, "started_at", false, TS_TEXT_MAX - 1, &started) == 1 &&
+        ts_parse(started, &us) == 0)
         ts_format_us(us, m->started_at, sizeof m->started_at);
-    json_object *result = NULL;
-    if (json_object_object_get_ex(m->in.env.payload, "result", &result) && result &&
-        !json_object_is_type(result, json_type_null)) {
-        if (mf_has_nul(result))
-            return inmsg_reject(&m->in, "parse_error", "field 'result' holds a NUL character");
+    json_object *result;
+    if (jf_value(&p, "result", false, &result) == 1) {
+        if (jf_has_nul(result))
+            return inmsg_reject(&m->in, "parse_error",
+                                "field 'payload.result' holds a NUL character");
         m->result = strdup(json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN));
     }
-    json_object *e = NULL;
-    if (json_object_object_get_ex(m->in.env.payload, "error", &e) && e &&
-        !json_object_is_type(e, json_type_null)) {
-        if (!json_object_is_type(e, json_type_string))
-            return inmsg_reject(&m->in, "parse_error", "field 'error' must be a string");
-        const char *text = json_object_get_string(e);
-        size_t n = (size_t)json_object_get_string_len(e);
+    const char *text;
+    size_t n;
+    int rc = jf_text(&p, "error", false, &text, &n);
+    if (rc < 0)
+        return inmsg_reject(&m->in, "parse_error", "%s", err);
+    if (rc == 1)
         m->error_text = utf8_clean(text, utf8_cut(text, n, MAX_ERROR_TEXT));
-    }
     return 0;
 }
 
@@ -132,16 +133,17 @@ static int parse_result(result_msg_t *m, const mq_delivery_t *d)
     int64_t v = 0;
     if (inmsg_open(&m->in, d) != 0)
         return -1;
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
     msg_type_t t = m->in.env.type;
     if (t != MSG_EXECUTION_STATUS_CHANGED && t != MSG_EXECUTION_COMPLETED)
         return inmsg_reject(&m->in, "unknown_type",
                             "message type '%s' does not belong in the results queue",
                             m->in.env.type_name);
-    int rc = mf_execution_id(m->in.env.payload, &m->execution_id, err, sizeof err);
+    int rc = jf_execution_id(&p, false, &m->execution_id);
     if (rc <= 0)
         return inmsg_reject(&m->in, rc == 0 ? "missing_execution_id" : "parse_error", "%s",
                             rc == 0 ? "the payload has no execution_id" : err);
-    rc = mf_int(m->in.env.payload, "attempt", 1, INT32_MAX, &v, err, sizeof err);
+    rc = jf_int(&p, "attempt", false, 1, INT32_MAX, &v);
     if (rc < 0)
         return inmsg_reject(&m->in, "parse_error", "%s", err);
     m->attempt = rc == 1 ? (int)v : m->in.env.attempt;

@@ -64,7 +64,7 @@ assert_eq 2 "$(queue_messages "$queue")" "two dispatches in the worker queue"
 publish "$TOPO_EXCHANGE" "worker.heartbeat.$w" "$(envelope WorkerHeartbeat "{\"worker_id\": \"$w\", \"capacity\": 0, \"heartbeat_interval_s\": 5, \"capabilities\": []}")"
 wait_until 10 "[ \"\$(psql_q \"select count(*) from dead_letters where queue = '$TOPO_HEARTBEATS'\")\" = 1 ]"
 assert_contains "$(psql_q "select reason || ': ' || error from dead_letters where queue = '$TOPO_HEARTBEATS'")" \
-    "parse_error: field 'capacity' is 0" "why the heartbeat was refused"
+    "parse_error: field 'payload.capacity' is 0, expected 1.." "why the heartbeat was refused"
 assert_eq 2 "$(psql_q "select capacity from workers where id = '$w'")" "worker row untouched"
 
 # The worker's started_at is read like every other timestamp: an offset names the same instant.

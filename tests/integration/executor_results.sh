@@ -73,6 +73,15 @@ report "$w" "$failed" 1 failed '{"exit_code": 3}' 'handler exited with status 3'
 wait_until 10 "[ \"\$(exec_field $failed status)\" = failed ]"
 assert_eq '{"exit_code": 3}|handler exited with status 3' "$(exec_field "$failed" "result, error")" "failed row"
 
+# A completion without a status has failed when it carries an error; an error of null is none,
+# as a null is the same as an absent field everywhere else.
+nullerr=$(new_execution "$action")
+wait_until 10 "[ \"\$(exec_field $nullerr status)\" = scheduled ]"
+publish "$TOPO_EXCHANGE" "execution.completed.$w" "$(envelope ExecutionCompleted "$(jq -cn \
+    --argjson id "$nullerr" --arg w "$w" '{execution_id: $id, worker_id: $w, attempt: 1, result: {}, error: null}')" 1)"
+wait_until 10 "[ \"\$(exec_field $nullerr status)\" = completed ]"
+assert_eq "{}|" "$(exec_field "$nullerr" "result, error")" "completed row, no error"
+
 # Attempt fence: the row is dispatched again (attempt 2); attempt 1's completion arrives late.
 stale=$(new_execution "$action")
 wait_until 10 "[ \"\$(exec_field $stale status)\" = scheduled ]"
@@ -97,7 +106,7 @@ assert_eq 'completed|{"text": "déjà vu", "answer": 42}' "$(exec_field "$id" "s
 
 exec_stop "$EXEC_PID" ex
 assert_eq 4 "$(stat_of "$EXEC_STATS" results_stale)" "stale results counted"
-assert_eq 10 "$(stat_of "$EXEC_STATS" results_applied)" "results applied"
+assert_eq 11 "$(stat_of "$EXEC_STATS" results_applied)" "results applied"
 
 # Several messages for one execution in one batch apply in order: queue them while no executor
 # runs, so the next one drains them together.
