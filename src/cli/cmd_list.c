@@ -29,13 +29,15 @@ static void list_usage(FILE *out)
             "\n"
             "  -s, --status S     only executions in status S, one of:\n"
             "                     %s\n"
+            "                     (final: %s)\n"
             "  -n, --limit N      at most N executions, 1-%d (default %s)\n"
             "  -j, --json         print a JSON array of the rows\n"
             "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
             "  -h, --help         show this help\n"
             "\n"
             "Exit codes: 0 ok, 1 database error, 2 usage or configuration error.\n",
-            list_usage_line, cli_status_list(), LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT);
+            list_usage_line, cli_status_list(), cli_status_final_list(), LIST_MAX_LIMIT,
+            LIST_DEFAULT_LIMIT);
 }
 
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */

@@ -203,7 +203,7 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t
                 rc = -1;
         if (rc == 0)
             rc = db_exec(db,
-                         "UPDATE executions e SET status = 'failed', error = u.error,"
+                         "UPDATE executions e SET status = " EXEC_SQL(FAILED) ", error = u.error,"
                          " result = u.result::jsonb, wait_reason = NULL"
                          " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[])"
                          " AS u(id, attempt, expected, error, result)"
