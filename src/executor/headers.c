@@ -103,7 +103,7 @@ static void copy_string(const amqp_field_value_t *v, char *dst, size_t cap)
         return;
     char *clean = utf8_clean(v->value.bytes.bytes, v->value.bytes.len);
     if (clean)
-        snprintf(dst, cap, "%s", clean);
+        snprintf(dst, cap, "%.*s", utf8_prec(clean, cap - 1), clean);
     free(clean);
 }
 
