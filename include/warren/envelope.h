@@ -1,6 +1,6 @@
 /*
  * The JSON message envelope shared with the existing topology:
- * {message_id, correlation_id, message_type, version, timestamp (RFC 3339 UTC),
+ * {message_id, correlation_id, message_type, version, timestamp (RFC 3339),
  *  headers {source, attempt, trace_id}, payload}. Parsing is strict and bounded.
  */
 #ifndef WARREN_ENVELOPE_H
@@ -8,6 +8,8 @@
 
 #include <json-c/json.h>
 #include "warren/common.h"
+#include "warren/ids.h"
+#include "warren/timestamp.h"
 
 #define ENVELOPE_MAX_BYTES (1024 * 1024)
 #define ENVELOPE_ID_MAX 128
@@ -33,7 +35,8 @@ typedef struct envelope {
     msg_type_t type;
     char type_name[64];           /* as received, also for unknown types */
     int version;
-    char timestamp[40];
+    char timestamp[TS_TEXT_MAX];  /* as received: RFC 3339 (warren/timestamp.h) */
+    int64_t timestamp_us;         /* the same instant, microseconds since the epoch */
     char source[64];
     int attempt;
     char trace_id[ENVELOPE_ID_MAX];
@@ -53,8 +56,8 @@ void envelope_free(envelope_t *e);
 /* Dispatch payload (ExecutionRequested). */
 typedef struct dispatch {
     int64_t execution_id;
-    char worker_id[65];
-    char action_ref[256];
+    char worker_id[WORKER_ID_MAX + 1];
+    char action_ref[ACTION_REF_MAX + 1];
     json_object *params;          /* borrowed from the envelope payload; NULL when absent */
     int attempt;                  /* >= 1; 1 when absent */
     int timeout_s;                /* >= 0; 0 (absent) means the worker's default */
@@ -66,7 +69,5 @@ json_object *dispatch_to_payload(const dispatch_t *d);
 
 /* A new random message id (UUID v4 text) into buf of at least 37 bytes. */
 void envelope_new_id(char *buf, size_t len);
-/* Current time as RFC 3339 UTC with milliseconds into buf of at least 32 bytes. */
-void envelope_timestamp(char *buf, size_t len);
 
 #endif

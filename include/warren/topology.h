@@ -12,17 +12,8 @@
 #include "warren/config.h"
 #include "warren/mq.h"
 
-#define WORKER_ID_MAX 64
-
-/* Worker ids become queue names and routing keys: [A-Za-z0-9][A-Za-z0-9_.-]{0,63},
- * with no ".." and no trailing "." (no empty routing-key words). */
-bool topo_worker_id_valid(const char *id);
-/* The rule above in words, for error messages. */
-#define TOPO_WORKER_ID_RULE                                                                     \
-    "use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, with no "  \
-    "'..' and no trailing '.'"
-
-/* "worker.{id}.executions" and "execution.dispatch.worker.{id}" into buf; -1 if too long. */
+/* "worker.{id}.executions" and "execution.dispatch.worker.{id}" into buf; -1 if the id is not
+ * valid (warren/ids.h) or the name too long. */
 int topo_worker_queue(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
 int topo_dispatch_key(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
 

@@ -1,10 +1,12 @@
-/* Parsing, statuses, durations and tables shared by the operator commands. */
+/* Parsing, statuses (from warren/exec_status.h), durations and tables shared by the operator
+ * commands. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
 #include "cli/cli_fmt.h"
+#include "warren/exec_status.h"
 
 int cli_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out)
 {
@@ -74,36 +76,46 @@ int cli_json_object_check(const char *text, char *err, size_t errlen)
     return rc;
 }
 
-static const char *const statuses[] = {
-    "requested", "scheduling", "scheduled", "running",   "canceling",
-    "completed", "failed",     "cancelled", "timeout",   "abandoned",
-};
-enum { FIRST_TERMINAL = 5 };
-
-static int status_index(const char *s)
-{
-    for (size_t i = 0; s && i < sizeof statuses / sizeof statuses[0]; i++)
-        if (!strcmp(s, statuses[i]))
-            return (int)i;
-    return -1;
-}
-
 bool cli_status_known(const char *status)
 {
-    return status_index(status) >= 0;
+    exec_status_t s;
+    return trans_status_parse(status, &s) == 0;
 }
 
 bool cli_status_terminal(const char *status)
 {
-    return status_index(status) >= FIRST_TERMINAL;
+    exec_status_t s;
+    return trans_status_parse(status, &s) == 0 && trans_is_terminal(s);
+}
+
+/* "a, b, c" of every status, or of the final ones only. */
+static void status_words(char *list, size_t len, bool final_only)
+{
+    size_t o = 0;
+    list[0] = '\0';
+    for (int i = 0; i < EXEC_STATUS_COUNT; i++)
+        if (!final_only || trans_is_terminal((exec_status_t)i)) {
+            int n = snprintf(list + o, len - o, "%s%s", o ? ", " : "",
+                             trans_status_name((exec_status_t)i));
+            if (n < 0 || (size_t)n >= len - o)
+                break;
+            o += (size_t)n;
+        }
 }
 
 const char *cli_status_list(void)
 {
-    static char list[160];
+    static char list[256];
     if (!list[0])
-        for (size_t i = 0, o = 0; i < sizeof statuses / sizeof statuses[0]; i++)
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", statuses[i]);
+        status_words(list, sizeof list, false);
+    return list;
+}
+
+const char *cli_status_final_list(void)
+{
+    static char list[256];
+    if (!list[0])
+        status_words(list, sizeof list, true);
     return list;
 }
 

@@ -16,11 +16,12 @@ int cli_parse_int64(const char *s, int64_t min, int64_t max, int64_t *out) WARN_
  * The reason goes into err ("not valid JSON at offset 7: ...", "a JSON array, not an object"). */
 int cli_json_object_check(const char *text, char *err, size_t errlen) WARN_UNUSED;
 
-/* Execution statuses, as the executions_status_check constraint lists them. */
+/* Execution statuses, by their stored words (warren/exec_status.h). */
 bool cli_status_known(const char *status);
 bool cli_status_terminal(const char *status);
-/* "requested, scheduling, ..." for usage messages. */
+/* "requested, scheduling, ..." for usage messages; the final ones only ("completed, ..."). */
 const char *cli_status_list(void);
+const char *cli_status_final_list(void);
 
 /* A duration for people: "850ms", "12.3s", "4m05s", "2h07m", "3d04h". Negative gives "-". */
 void cli_fmt_duration(double seconds, char *buf, size_t len);

@@ -4,6 +4,7 @@
 #include "cli/cli.h"
 #include "cli/cli_db.h"
 #include "cli/cli_fmt.h"
+#include "warren/utf8.h"
 
 #define LIST_DEFAULT_LIMIT "20"
 #define LIST_MAX_LIMIT 100000
@@ -28,13 +29,15 @@ static void list_usage(FILE *out)
             "\n"
             "  -s, --status S     only executions in status S, one of:\n"
             "                     %s\n"
+            "                     (final: %s)\n"
             "  -n, --limit N      at most N executions, 1-%d (default %s)\n"
             "  -j, --json         print a JSON array of the rows\n"
             "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
             "  -h, --help         show this help\n"
             "\n"
             "Exit codes: 0 ok, 1 database error, 2 usage or configuration error.\n",
-            list_usage_line, cli_status_list(), LIST_MAX_LIMIT, LIST_DEFAULT_LIMIT);
+            list_usage_line, cli_status_list(), cli_status_final_list(), LIST_MAX_LIMIT,
+            LIST_DEFAULT_LIMIT);
 }
 
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
@@ -63,8 +66,8 @@ static int list_parse(int argc, char **argv, list_opts_t *o)
     if (optind < argc)
         cli_usage_error("list", list_usage_line, "unexpected argument '%s'", argv[optind]);
     else if (o->status && !cli_status_known(o->status))
-        cli_usage_error("list", list_usage_line, "unknown status '%.40s'; statuses: %s",
-                        o->status, cli_status_list());
+        cli_usage_error("list", list_usage_line, "unknown status '%.*s'; statuses: %s",
+                        utf8_prec(o->status, 40), o->status, cli_status_list());
     else if (cli_parse_int64(o->limit, 1, LIST_MAX_LIMIT, &n) != 0)
         cli_usage_error("list", list_usage_line, "--limit wants a whole number 1-%d, not '%s'",
                         LIST_MAX_LIMIT, o->limit);

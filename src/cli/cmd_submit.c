@@ -8,8 +8,8 @@
 #include "cli/cli.h"
 #include "cli/cli_db.h"
 #include "cli/cli_fmt.h"
-#include "warren/topology.h"
-#include "warren/worker.h"
+#include "warren/ids.h"
+#include "warren/utf8.h"
 
 /* How often --wait looks at the row. A primary-key lookup every 100 ms costs the database
  * next to nothing and keeps the added latency small; LISTEN/NOTIFY would need a trigger in
@@ -58,17 +58,15 @@ static void submit_usage(FILE *out)
 static int submit_check(submit_opts_t *o)
 {
     char err[ERRBUF_SIZE];
-    if (!handlers_valid_ref(o->action))
-        return cli_usage_error("submit", submit_usage_line,
-                               "invalid action '%.64s': use 1-255 of A-Z a-z 0-9 . _ - "
-                               "not starting with '.'", o->action);
+    if (!ids_action_ref_valid(o->action))
+        return cli_usage_error("submit", submit_usage_line, "invalid action '%.*s': %s",
+                               utf8_prec(o->action, 64), o->action, IDS_ACTION_REF_RULE);
     if (o->params && cli_json_object_check(o->params, err, sizeof err) != 0)
         return cli_usage_error("submit", submit_usage_line,
                                "--params must be a JSON object: %s", err);
-    if (o->worker && !topo_worker_id_valid(o->worker))
-        return cli_usage_error("submit", submit_usage_line,
-                               "invalid worker id '%.80s': use 1-%d of A-Z a-z 0-9 _ . - "
-                               "starting with a letter or digit", o->worker, WORKER_ID_MAX);
+    if (o->worker && !ids_worker_valid(o->worker))
+        return cli_usage_error("submit", submit_usage_line, "invalid worker id '%.*s': %s",
+                               utf8_prec(o->worker, 80), o->worker, IDS_WORKER_RULE);
     int64_t v;
     if (o->timeout_s && cli_parse_int64(o->timeout_s, 1, INT32_MAX, &v) != 0)
         return cli_usage_error("submit", submit_usage_line,

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "warren/log.h"
+#include "warren/ids.h"
 #include "warren/topology.h"
 
 static void topology_usage(FILE *out)
@@ -51,9 +52,9 @@ static int parse_args(int argc, char **argv, topology_args_t *a)
         if (ch == 'c') {
             a->config = optarg;
         } else if (ch == 'w') {
-            if (!topo_worker_id_valid(optarg)) {
+            if (!ids_worker_valid(optarg)) {
                 fprintf(stderr, "warren topology: invalid worker id '%s': %s\n", optarg,
-                        TOPO_WORKER_ID_RULE);
+                        IDS_WORKER_RULE);
                 return EXIT_USAGE;
             }
             a->workers[a->n_workers++] = optarg;

@@ -5,7 +5,7 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "warren/log.h"
-#include "warren/topology.h"
+#include "warren/ids.h"
 #include "warren/worker.h"
 
 static void worker_usage(FILE *out)
@@ -26,7 +26,7 @@ static void worker_usage(FILE *out)
             "\n"
             "Exit status: 0 stopped cleanly, 1 runtime failure or work abandoned, 2 usage or\n"
             "configuration error (including an invalid worker id).\n",
-            TOPO_WORKER_ID_RULE);
+            IDS_WORKER_RULE);
 }
 
 /* The worker id and where it came from, in the documented order. */
@@ -82,10 +82,10 @@ int cmd_worker(int argc, char **argv)
         return EXIT_USAGE;
     char host[256];
     const char *id = worker_id(name, &cfg, host, sizeof host, &source);
-    if (!topo_worker_id_valid(id)) {
+    if (!ids_worker_valid(id)) {
         fprintf(stderr, "warren worker: invalid worker id '%s' (from %s): %s; set one with --name, "
                         "worker.name or WARREN_WORKER_NAME\n",
-                id, source, TOPO_WORKER_ID_RULE);
+                id, source, IDS_WORKER_RULE);
         cfg_free(&cfg);
         return EXIT_USAGE;
     }

@@ -2,10 +2,10 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "warren/common.h"
 #include "warren/log.h"
+#include "warren/timestamp.h"
 
 static log_level_t min_level = LOG_INFO;
 static bool as_json = false;
@@ -52,13 +52,8 @@ static void put_json_string(FILE *f, const char *s)
 
 static void emit(log_level_t level, const char *msg, va_list *fields)
 {
-    char ts[40];
-    struct timespec now;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm);
-    size_t n = strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(ts + n, sizeof ts - n, ".%03ldZ", now.tv_nsec / 1000000);
+    char ts[TS_TEXT_MAX];
+    ts_now(ts, sizeof ts);
 
     pthread_mutex_lock(&log_lock);
     if (as_json) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include "warren/db.h"
 #include "warren/log.h"
+#include "warren/utf8.h"
 #include "warren/version.h"
 #include "db/db_internal.h"
 #include "db/sql_split.h"
@@ -287,28 +288,28 @@ static void mig_warn_orphans(const mig_set_t *set, const char *dir)
                    "dir", dir, NULL);
 }
 
-/* Statement excerpt for messages: whitespace runs collapsed, cut near EXCERPT_CHARS bytes on
- * a character boundary. buf holds at least EXCERPT_CHARS + 8 bytes. */
+/* Statement excerpt for messages: whitespace runs collapsed, cut to at most EXCERPT_CHARS
+ * bytes on a character boundary. buf holds at least EXCERPT_CHARS + 8 bytes. */
 static void mig_excerpt(const char *s, size_t len, char *buf)
 {
     size_t o = 0, i = 0;
     bool space = false;
-    for (; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (isspace(c)) {
+    /* Collapse one byte past the limit: the cut needs to see where the next character starts. */
+    for (; i < len && o <= EXCERPT_CHARS; i++) {
+        if (isspace((unsigned char)s[i])) {
             space = o > 0;
             continue;
         }
-        /* Finish a multi-byte character, but a long run of continuation bytes is not UTF-8. */
-        bool continuation = (c & 0xC0) == 0x80;
-        if ((o >= EXCERPT_CHARS && !continuation) || o >= EXCERPT_CHARS + 2)
-            break;
         if (space)
             buf[o++] = ' ';
         space = false;
-        buf[o++] = (char)c;
+        buf[o++] = s[i];
     }
-    memcpy(buf + o, i < len ? "..." : "", i < len ? 4 : 1);
+    size_t keep = utf8_cut(buf, o, EXCERPT_CHARS);
+    bool more = keep < o || i < len;
+    while (keep > 0 && buf[keep - 1] == ' ')
+        keep--;
+    memcpy(buf + keep, more ? "..." : "", more ? 4 : 1);
 }
 
 /* "FILE:LINE: statement `excerpt` (line N) failed: why"; the excerpt comes before the

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "executor/assign.h"
+#include "warren/utf8.h"
 
 static bool offers(const assign_worker_t *w, const char *action)
 {
@@ -44,11 +45,12 @@ static void assign_one(assign_worker_t *w, size_t nw, assign_job_t *job)
     if (best >= 0)
         w[best].in_flight++;
     else if (capable == 0)
-        snprintf(job->wait_reason, sizeof job->wait_reason, "no live worker offers action '%.200s'",
-                 job->action_ref);
+        snprintf(job->wait_reason, sizeof job->wait_reason, "no live worker offers action '%.*s'",
+                 utf8_prec(job->action_ref, 200), job->action_ref);
     else
         snprintf(job->wait_reason, sizeof job->wait_reason,
-                 "all %zu live workers offering '%.200s' are at capacity", capable, job->action_ref);
+                 "all %zu live workers offering '%.*s' are at capacity", capable,
+                 utf8_prec(job->action_ref, 200), job->action_ref);
 }
 
 void assign_batch(assign_worker_t *workers, size_t nw, assign_job_t *jobs, size_t nj)

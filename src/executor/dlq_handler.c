@@ -15,7 +15,9 @@
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/jsonfield.h"
 #include "warren/log.h"
+#include "warren/timestamp.h"
 
 #define TTL_EXPIRED_ERROR "Worker queue TTL expired"
 
@@ -44,7 +46,9 @@ static void classify(dlq_item_t *it, const mq_delivery_t *d)
                    it->in.env.type_name);
         return;
     }
-    if (!json_object_object_get_ex(it->in.env.payload, "execution_id", NULL)) {
+    jf_t p = {it->in.env.payload, "payload", err, sizeof err};
+    json_object *id;
+    if (jf_value(&p, "execution_id", false, &id) == 0) { /* absent or null */
         inmsg_reject(&it->in, "missing_execution_id", "%s", "the dispatch payload has no execution_id");
         return;
     }
@@ -66,8 +70,8 @@ static const char *broker_reason(const dlq_item_t *it)
 /* The failed execution's result: what happened, where, and the broker's own record. */
 static char *failure_result(const dlq_item_t *it, const char *error)
 {
-    char when[40], message[600];
-    hdr_format_time(it->xd.time_s ? it->xd.time_s : now_wall_ms() / 1000, when, sizeof when);
+    char when[TS_TEXT_MAX], message[600];
+    ts_format(it->xd.time_s ? it->xd.time_s * 1000000 : now_wall_ms() * 1000, when, sizeof when);
     const char *queue = it->xd.queue[0] ? it->xd.queue : "its worker queue";
     if (!strcmp(broker_reason(it), "expired"))
         snprintf(message, sizeof message,
@@ -199,7 +203,7 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t
                 rc = -1;
         if (rc == 0)
             rc = db_exec(db,
-                         "UPDATE executions e SET status = 'failed', error = u.error,"
+                         "UPDATE executions e SET status = " EXEC_SQL(FAILED) ", error = u.error,"
                          " result = u.result::jsonb, wait_reason = NULL"
                          " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[])"
                          " AS u(id, attempt, expected, error, result)"

@@ -6,6 +6,7 @@
 #include "executor/dlstore.h"
 #include "executor/pgtext.h"
 #include "warren/db.h"
+#include "warren/utf8.h"
 
 bool dlrec_reason_valid(const char *reason)
 {
@@ -73,7 +74,7 @@ static void add_text(pgarr_t *a, const char *s)
         pgarr_add(a, NULL);
         return;
     }
-    char *clean = pgtext_clean(s, strlen(s));
+    char *clean = utf8_clean(s, strlen(s));
     if (!clean) {
         a->oom = true;
         return;
@@ -91,7 +92,7 @@ static void add_body(pgarr_t *body, pgarr_t *text, const dl_record_t *r)
     }
     pgarr_add(body, hex);
     free(hex);
-    if (r->body && pgtext_is_clean(r->body, r->body_len)) {
+    if (r->body && utf8_is_text(r->body, r->body_len)) {
         char *copy = strndup(r->body, r->body_len);
         if (!copy)
             text->oom = true;

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "executor/headers.h"
-#include "executor/pgtext.h"
+#include "warren/timestamp.h"
+#include "warren/utf8.h"
 
 /* Deeper nesting than this is not something RabbitMQ or warren produce: cut it off. */
 #define MAX_DEPTH 16
@@ -14,18 +14,10 @@ static json_object *value_to_json(const amqp_field_value_t *v, int depth);
 
 static json_object *bytes_to_json(amqp_bytes_t b)
 {
-    char *clean = pgtext_clean(b.bytes, b.len);
+    char *clean = utf8_clean(b.bytes, b.len);
     json_object *o = clean ? json_object_new_string(clean) : NULL;
     free(clean);
     return o;
-}
-
-void hdr_format_time(int64_t epoch_s, char *buf, size_t len)
-{
-    time_t t = (time_t)epoch_s;
-    struct tm tm;
-    if (!gmtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "%lld", (long long)epoch_s);
 }
 
 static json_object *double_to_json(double d)
@@ -37,7 +29,7 @@ static json_object *table_to_json(const amqp_table_t *t, int depth)
 {
     json_object *o = json_object_new_object();
     for (int i = 0; o && t && i < t->num_entries; i++) {
-        char *key = pgtext_clean(t->entries[i].key.bytes, t->entries[i].key.len);
+        char *key = utf8_clean(t->entries[i].key.bytes, t->entries[i].key.len);
         if (key)
             json_object_object_add(o, key, value_to_json(&t->entries[i].value, depth + 1));
         free(key);
@@ -55,7 +47,7 @@ static json_object *array_to_json(const amqp_array_t *a, int depth)
 
 static json_object *value_to_json(const amqp_field_value_t *v, int depth)
 {
-    char ts[40];
+    char ts[TS_TEXT_MAX];
     if (depth > MAX_DEPTH)
         return json_object_new_string("(nested too deep)");
     switch (v->kind) {
@@ -75,7 +67,7 @@ static json_object *value_to_json(const amqp_field_value_t *v, int depth)
     case AMQP_FIELD_KIND_UTF8:
     case AMQP_FIELD_KIND_BYTES: return bytes_to_json(v->value.bytes);
     case AMQP_FIELD_KIND_TIMESTAMP:
-        hdr_format_time((int64_t)v->value.u64, ts, sizeof ts);
+        ts_format((int64_t)v->value.u64 * 1000000, ts, sizeof ts); /* AMQP: seconds */
         return json_object_new_string(ts);
     case AMQP_FIELD_KIND_TABLE: return table_to_json(&v->value.table, depth);
     case AMQP_FIELD_KIND_ARRAY: return array_to_json(&v->value.array, depth);
@@ -109,9 +101,9 @@ static void copy_string(const amqp_field_value_t *v, char *dst, size_t cap)
     dst[0] = '\0';
     if (!v || (v->kind != AMQP_FIELD_KIND_UTF8 && v->kind != AMQP_FIELD_KIND_BYTES))
         return;
-    char *clean = pgtext_clean(v->value.bytes.bytes, v->value.bytes.len);
+    char *clean = utf8_clean(v->value.bytes.bytes, v->value.bytes.len);
     if (clean)
-        snprintf(dst, cap, "%s", clean);
+        snprintf(dst, cap, "%.*s", utf8_prec(clean, cap - 1), clean);
     free(clean);
 }
 

@@ -30,7 +30,5 @@ typedef struct xdeath {
 } xdeath_t;
 
 void hdr_first_death(const amqp_table_t *table, xdeath_t *out);
-/* RFC 3339 UTC ("2024-05-01T12:00:00Z") for epoch seconds into buf (>= 32 bytes). */
-void hdr_format_time(int64_t epoch_s, char *buf, size_t len);
 
 #endif

@@ -28,13 +28,15 @@
 
 static const char scheduled_sql[] =
     "WITH stale AS (SELECT e.id, e.attempt, e.worker, row_to_json(e)::jsonb AS snap"
-    " FROM executions e WHERE e.status = 'scheduled'"
+    " FROM executions e WHERE e.status = " EXEC_SQL(SCHEDULED)
     " AND e.scheduled_at < now() - make_interval(secs => $1::int)"
     " ORDER BY e.scheduled_at LIMIT $2 FOR UPDATE SKIP LOCKED), "
-    "changed AS (UPDATE executions e SET status = 'failed', error = '" SCHEDULED_TIMEOUT_ERROR "',"
+    "changed AS (UPDATE executions e SET status = " EXEC_SQL(FAILED) ","
+    " error = '" SCHEDULED_TIMEOUT_ERROR "',"
     " result = jsonb_build_object('error', '" SCHEDULED_TIMEOUT_ERROR "', 'worker', s.worker,"
     " 'attempt', s.attempt, 'scheduled_at', s.snap->'scheduled_at', 'scheduled_timeout_s', $1::int)"
-    " FROM stale s WHERE e.id = s.id AND e.status = 'scheduled' AND e.attempt = s.attempt"
+    " FROM stale s WHERE e.id = s.id AND e.status = " EXEC_SQL(SCHEDULED)
+    " AND e.attempt = s.attempt"
     " RETURNING e.id, s.attempt, s.worker, s.snap)"
     INSERT_DEAD_LETTERS("'scheduled_timeout'", "'" SCHEDULED_TIMEOUT_ERROR "'");
 
@@ -51,7 +53,8 @@ static const char stale_worker_sql[] =
     " WHERE e.status = ANY($2::text[]) AND (w.id IS NULL OR w.status = 'offline'"
     " OR w.last_heartbeat < now() - make_interval(secs => $1::int * w.heartbeat_interval_s))"
     " ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED), "
-    "changed AS (UPDATE executions e SET status = 'abandoned', error = " STALE_WHY ","
+    "changed AS (UPDATE executions e SET status = " EXEC_SQL(ABANDONED) ","
+    " error = " STALE_WHY ","
     " result = jsonb_build_object('error', " STALE_WHY ", 'worker', s.worker, 'attempt', s.attempt,"
     " 'last_heartbeat', s.last_heartbeat, 'worker_status', s.worker_status)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"

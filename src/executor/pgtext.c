@@ -1,51 +1,9 @@
-/* Untrusted bytes made safe for PostgreSQL text, and array literals for batched statements. */
+/* bytea input text, and array literals for batched statements. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "executor/pgtext.h"
-#include "warren/utf8.h"
-
-static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
-
-bool pgtext_is_clean(const void *bytes, size_t len)
-{
-    return memchr(bytes, '\0', len) == NULL && utf8_valid(bytes, len, NULL);
-}
-
-/* Length of the valid UTF-8 sequence starting at s[0..len), 0 when it is not one. */
-static size_t valid_prefix(const unsigned char *s, size_t len)
-{
-    size_t want = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3
-                : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (want == 0 || want > len || (want == 1 && s[0] == 0))
-        return 0;
-    return utf8_valid(s, want, NULL) ? want : 0;
-}
-
-char *pgtext_clean(const void *bytes, size_t len)
-{
-    const unsigned char *s = bytes;
-    /* Every byte becomes at most one 3-byte replacement. */
-    char *out = malloc(len * 3 + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
-        size_t n = valid_prefix(s + i, len - i);
-        if (n == 0) {
-            memcpy(out + o, replacement, 3);
-            o += 3;
-            i++;
-        } else {
-            memcpy(out + o, s + i, n);
-            o += n;
-            i += n;
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
 
 char *pgtext_bytea_hex(const void *bytes, size_t len)
 {

@@ -1,19 +1,12 @@
 /*
- * Text for PostgreSQL parameters: make untrusted bytes safe for a text column, and build
- * array literals so one statement can carry a whole batch (`unnest($1::text[], ...)`).
+ * Text for PostgreSQL parameters: bytea input, and array literals so one statement can carry a
+ * whole batch (`unnest($1::text[], ...)`). Text must be clean first (warren/utf8.h).
  */
 #ifndef WARREN_EXECUTOR_PGTEXT_H
 #define WARREN_EXECUTOR_PGTEXT_H
 
 #include "warren/common.h"
 
-/*
- * Valid UTF-8 without NUL, as PostgreSQL text requires: invalid sequences and NUL bytes
- * become U+FFFD. Returns malloc'd text the caller frees; NULL on OOM.
- */
-char *pgtext_clean(const void *bytes, size_t len);
-/* True when bytes are valid UTF-8 without NUL (storable as text unchanged). */
-bool pgtext_is_clean(const void *bytes, size_t len);
 /* bytea input text "\x0a1b..." for bytes. malloc'd; NULL on OOM. */
 char *pgtext_bytea_hex(const void *bytes, size_t len);
 

@@ -6,119 +6,94 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/inmsg.h"
-#include "executor/msgfields.h"
 #include "executor/pgtext.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/ids.h"
+#include "warren/jsonfield.h"
 #include "warren/log.h"
-#include "warren/topology.h"
+#include "warren/timestamp.h"
 
 #define MAX_CAPABILITIES 1024
 #define MAX_TEXT 255
 
 typedef struct heartbeat {
     inmsg_t in;                  /* first: dlstore_unusable reads it */
-    const char *worker_id, *status, *host, *version, *started_at;  /* borrowed from env */
+    const char *worker_id, *status, *host, *version;  /* borrowed from env; NULL when absent */
+    const char *started_at;      /* started_text, or NULL */
+    char started_text[TS_TEXT_MAX];
     int64_t capacity, running, interval_s;
     pgarr_t capabilities;        /* the text[] literal */
     bool superseded;             /* a later heartbeat of the same worker is in the batch */
 } heartbeat_t;
 
-/* "YYYY-MM-DDTHH:MM:SS[.frac](Z|+00:00)" naming a real instant, so the timestamptz cast
- * cannot fail (one bad heartbeat must not sink the batch). */
-static bool timestamp_valid(const char *s)
+static int parse_capabilities(heartbeat_t *h, const jf_t *p)
 {
-    struct tm tm = {0};
-    const char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!end)
-        return false;
-    if (*end == '.') {
-        size_t digits = strspn(end + 1, "0123456789");
-        if (digits == 0 || digits > 9)
-            return false;
-        end += 1 + digits;
-    }
-    if (strcmp(end, "Z") != 0 && strcmp(end, "+00:00") != 0)
-        return false;
-    struct tm check = tm;
-    time_t t = timegm(&check);
-    return t != (time_t)-1 && check.tm_mday == tm.tm_mday && check.tm_mon == tm.tm_mon &&
-           tm.tm_year >= -1900 + 1 && tm.tm_year <= 9999 - 1900;
-}
-
-static int parse_capabilities(heartbeat_t *h, json_object *payload)
-{
-    json_object *caps = NULL;
-    pgarr_init(&h->capabilities);
-    if (!json_object_object_get_ex(payload, "capabilities", &caps) ||
-        !json_object_is_type(caps, json_type_array))
-        return inmsg_reject(&h->in, "parse_error",
-                            "field 'capabilities' must be an array of action names");
-    size_t n = json_object_array_length(caps);
-    if (n > MAX_CAPABILITIES)
-        return inmsg_reject(&h->in, "parse_error", "field 'capabilities' lists too many actions");
-    for (size_t i = 0; i < n; i++) {
-        json_object *c = json_object_array_get_idx(caps, i);
-        const char *s = json_object_is_type(c, json_type_string) ? json_object_get_string(c) : NULL;
-        size_t len = s ? (size_t)json_object_get_string_len(c) : 0;
-        if (!s || len == 0 || len > MAX_TEXT || strlen(s) != len || !pgtext_is_clean(s, len))
-            return inmsg_reject(&h->in, "parse_error",
-                                "field 'capabilities' holds something that is not an action name");
-        pgarr_add(&h->capabilities, s);
+    json_object *caps;
+    const char *name;
+    if (jf_array(p, "capabilities", true, MAX_CAPABILITIES, &caps) < 0)
+        return -1;
+    for (size_t i = 0; i < json_object_array_length(caps); i++) {
+        if (jf_string_at(p, "capabilities", i, MAX_TEXT, &name) < 0)
+            return -1;
+        pgarr_add(&h->capabilities, name);
     }
     return 0;
 }
 
-static int parse_numbers(heartbeat_t *h, json_object *p, char *err, size_t errlen)
+static int parse_fields(heartbeat_t *h, const jf_t *p)
 {
-    int c = mf_int(p, "capacity", 1, INT32_MAX, &h->capacity, err, errlen);
-    int r = mf_int(p, "running", 0, INT32_MAX, &h->running, err, errlen);
-    int i = mf_int(p, "heartbeat_interval_s", 1, 86400, &h->interval_s, err, errlen);
-    if (c < 0 || r < 0 || i < 0)
+    if (jf_string(p, "worker_id", true, WORKER_ID_MAX, &h->worker_id) < 0 ||
+        jf_string(p, "status", false, 16, &h->status) < 0 ||
+        jf_string(p, "host", false, MAX_TEXT, &h->host) < 0 ||
+        jf_string(p, "version", false, MAX_TEXT, &h->version) < 0 ||
+        jf_string(p, "started_at", false, TS_TEXT_MAX - 1, &h->started_at) < 0 ||
+        jf_int(p, "capacity", true, 1, INT32_MAX, &h->capacity) < 0 ||
+        jf_int(p, "running", false, 0, INT32_MAX, &h->running) < 0 ||
+        jf_int(p, "heartbeat_interval_s", true, 1, 86400, &h->interval_s) < 0)
         return -1;
-    if (c == 0 || i == 0) {
-        snprintf(err, errlen, "fields 'capacity' and 'heartbeat_interval_s' are required");
+    if (!ids_worker_valid(h->worker_id)) {
+        snprintf(p->err, p->errlen, "field 'payload.worker_id': '%s' is not a valid worker id",
+                 h->worker_id);
         return -1;
     }
-    return 0;
+    if (!h->status)
+        h->status = "online";
+    if (strcmp(h->status, "online") && strcmp(h->status, "stopping") &&
+        strcmp(h->status, "offline")) {
+        snprintf(p->err, p->errlen, "field 'payload.status' must be online, stopping or offline");
+        return -1;
+    }
+    /* The database gets the instant in one spelling it reads the same way: the cast in SQL
+     * cannot fail (one bad heartbeat must not sink the batch). */
+    int64_t us;
+    if (h->started_at && ts_parse(h->started_at, &us) != 0) {
+        snprintf(p->err, p->errlen, "field 'payload.started_at' is not an RFC 3339 date-time");
+        return -1;
+    }
+    if (h->started_at) {
+        ts_format_us(us, h->started_text, sizeof h->started_text);
+        h->started_at = h->started_text;
+    }
+    return parse_capabilities(h, p);
 }
 
 static int parse_heartbeat(heartbeat_t *h, const mq_delivery_t *d)
 {
     char err[ERRBUF_SIZE];
+    pgarr_init(&h->capabilities);
     if (inmsg_open(&h->in, d) != 0)
         return -1;
     if (h->in.env.type != MSG_WORKER_HEARTBEAT)
         return inmsg_reject(&h->in, "unknown_type",
                             "only WorkerHeartbeat belongs in the heartbeats queue");
-    json_object *p = h->in.env.payload;
-    if (mf_string(p, "worker_id", WORKER_ID_MAX, &h->worker_id, err, sizeof err) != 1 ||
-        !topo_worker_id_valid(h->worker_id))
-        return inmsg_reject(&h->in, "parse_error",
-                            "field 'worker_id' is missing or not a valid worker id");
-    if (mf_string(p, "status", 16, &h->status, err, sizeof err) < 0 ||
-        mf_string(p, "host", MAX_TEXT, &h->host, err, sizeof err) < 0 ||
-        mf_string(p, "version", MAX_TEXT, &h->version, err, sizeof err) < 0 ||
-        mf_string(p, "started_at", 64, &h->started_at, err, sizeof err) < 0 ||
-        parse_numbers(h, p, err, sizeof err) != 0)
+    jf_t p = {h->in.env.payload, "payload", err, sizeof err};
+    if (parse_fields(h, &p) != 0)
         return inmsg_reject(&h->in, "parse_error", "%s", err);
-    if (!h->status)
-        h->status = "online";
-    if (strcmp(h->status, "online") && strcmp(h->status, "stopping") && strcmp(h->status, "offline"))
-        return inmsg_reject(&h->in, "parse_error",
-                            "field 'status' must be online, stopping or offline");
-    if (h->started_at && !timestamp_valid(h->started_at))
-        return inmsg_reject(&h->in, "parse_error",
-                            "field 'started_at' is not an RFC 3339 UTC time");
-    if ((h->host && !pgtext_is_clean(h->host, strlen(h->host))) ||
-        (h->version && !pgtext_is_clean(h->version, strlen(h->version))))
-        return inmsg_reject(&h->in, "parse_error",
-                            "fields 'host' and 'version' must be UTF-8 text");
-    return parse_capabilities(h, p);
+    return 0;
 }
 
 /* Latest per worker wins: earlier heartbeats of a worker in the same batch are superseded. */

@@ -5,22 +5,22 @@
  * or stale message changes nothing; it is counted as stale. Unreadable messages go to
  * dead_letters in the same transaction.
  */
-#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/inmsg.h"
-#include "executor/msgfields.h"
 #include "executor/pgtext.h"
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/ids.h"
+#include "warren/jsonfield.h"
 #include "warren/log.h"
-#include "warren/topology.h"
+#include "warren/timestamp.h"
+#include "warren/utf8.h"
 
 #define MAX_ERROR_TEXT 8192
 
@@ -33,7 +33,7 @@ typedef struct result_msg {
     char *result;                 /* JSON text or NULL */
     char *error_text;             /* cleaned, or NULL */
     char *outcome;                /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
-    char started_at[32];          /* the worker's start time, RFC 3339 UTC; "" when absent */
+    char started_at[TS_TEXT_MAX]; /* the worker's start time, UTC microseconds; "" when absent */
     int round;                    /* nth message for its execution in this batch */
     bool applied;
 } result_msg_t;
@@ -43,8 +43,8 @@ static void find_worker(result_msg_t *m)
 {
     const char *w = NULL;
     char err[ERRBUF_SIZE];
-    if (mf_string(m->in.env.payload, "worker_id", WORKER_ID_MAX, &w, err, sizeof err) == 1 &&
-        topo_worker_id_valid(w)) {
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    if (jf_string(&p, "worker_id", false, WORKER_ID_MAX, &w) == 1 && ids_worker_valid(w)) {
         snprintf(m->worker, sizeof m->worker, "%s", w);
         return;
     }
@@ -52,7 +52,7 @@ static void find_worker(result_msg_t *m)
     const char *prefixes[] = {"execution.status.", "execution.completed."};
     for (size_t i = 0; i < 2; i++)
         if (!strncmp(key, prefixes[i], strlen(prefixes[i])) &&
-            topo_worker_id_valid(key + strlen(prefixes[i])))
+            ids_worker_valid(key + strlen(prefixes[i])))
             snprintf(m->worker, sizeof m->worker, "%s", key + strlen(prefixes[i]));
 }
 
@@ -62,18 +62,20 @@ static int parse_status(result_msg_t *m)
 {
     const char *s = NULL;
     char err[ERRBUF_SIZE];
-    if (mf_string(m->in.env.payload, "status", 32, &s, err, sizeof err) < 0)
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    json_object *error;
+    if (jf_string(&p, "status", false, 32, &s) < 0)
         return inmsg_reject(&m->in, "parse_error", "%s", err);
     bool completion = m->in.env.type == MSG_EXECUTION_COMPLETED;
-    if (!s)
-        s = !completion ? "running" : json_object_object_get_ex(m->in.env.payload, "error", NULL)
-                                          ? "failed" : "completed";
+    if (!s) /* an error of null is no error, as everywhere else */
+        s = !completion ? "running" : jf_value(&p, "error", false, &error) == 1 ? "failed"
+                                                                                : "completed";
     exec_status_t st;
     bool ok = trans_status_parse(s, &st) == 0 &&
               (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT)
                           : st == EXEC_RUNNING);
     if (!ok)
-        return inmsg_reject(&m->in, "parse_error", "status '%.32s' cannot be reported by %s", s,
+        return inmsg_reject(&m->in, "parse_error", "status '%s' cannot be reported by %s", s,
                             m->in.env.type_name);
     m->target = st;
     return 0;
@@ -86,7 +88,7 @@ static char *outcome_json(json_object *payload)
                                        "duration_ms"};
     json_object *o = json_object_new_object(), *v;
     for (size_t i = 0; o && i < sizeof keys / sizeof keys[0]; i++)
-        if (json_object_object_get_ex(payload, keys[i], &v) && v && !mf_has_nul(v))
+        if (json_object_object_get_ex(payload, keys[i], &v) && v && !jf_has_nul(v))
             json_object_object_add(o, keys[i], json_object_get(v));
     char *text = o && json_object_object_length(o) > 0
                      ? strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN))
@@ -95,54 +97,33 @@ static char *outcome_json(json_object *payload)
     return text;
 }
 
-/* "YYYY-MM-DDTHH:MM:SS[.fff]Z" naming a real instant (no month 13, no 30 February): the
- * cast in SQL must never fail the batch, or the completion would end up a store_error. */
-static bool rfc3339_utc(const char *s)
-{
-    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
-    size_t i = 0;
-    for (; shape[i]; i++)
-        if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
-            return false;
-    if (s[i] == '.')
-        for (i++; isdigit((unsigned char)s[i]) && i < 27; i++)
-            ;
-    if (s[i] != 'Z' || s[i + 1] != '\0')
-        return false;
-    /* Round trip through timegm: an out-of-range field comes back normalised, and differs. */
-    struct tm tm = {0}, back;
-    if (!strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
-        return false;
-    struct tm want = tm;
-    time_t t = timegm(&tm);
-    return gmtime_r(&t, &back) && back.tm_year == want.tm_year && back.tm_mon == want.tm_mon &&
-           back.tm_mday == want.tm_mday && back.tm_hour == want.tm_hour &&
-           back.tm_min == want.tm_min && back.tm_sec == want.tm_sec;
-}
-
 static int parse_outcome(result_msg_t *m)
 {
+    char err[ERRBUF_SIZE];
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
     m->outcome = outcome_json(m->in.env.payload);
-    json_object *started;
-    if (json_object_object_get_ex(m->in.env.payload, "started_at", &started) &&
-        json_object_is_type(started, json_type_string) &&
-        rfc3339_utc(json_object_get_string(started)))
-        snprintf(m->started_at, sizeof m->started_at, "%s", json_object_get_string(started));
-    json_object *result = NULL;
-    if (json_object_object_get_ex(m->in.env.payload, "result", &result) && result &&
-        !json_object_is_type(result, json_type_null)) {
-        if (mf_has_nul(result))
-            return inmsg_reject(&m->in, "parse_error", "field 'result' holds a NUL character");
+    /* A started_at that names no instant is left out: the completion itself still counts. The
+     * database gets the instant in one spelling it reads the same way, so the cast in SQL never
+     * fails the batch (the completion would end up a store_error). */
+    const char *started;
+    int64_t us;
+    if (jf_string(&p, "started_at", false, TS_TEXT_MAX - 1, &started) == 1 &&
+        ts_parse(started, &us) == 0)
+        ts_format_us(us, m->started_at, sizeof m->started_at);
+    json_object *result;
+    if (jf_value(&p, "result", false, &result) == 1) {
+        if (jf_has_nul(result))
+            return inmsg_reject(&m->in, "parse_error",
+                                "field 'payload.result' holds a NUL character");
         m->result = strdup(json_object_to_json_string_ext(result, JSON_C_TO_STRING_PLAIN));
     }
-    json_object *e = NULL;
-    if (json_object_object_get_ex(m->in.env.payload, "error", &e) && e &&
-        !json_object_is_type(e, json_type_null)) {
-        if (!json_object_is_type(e, json_type_string))
-            return inmsg_reject(&m->in, "parse_error", "field 'error' must be a string");
-        size_t n = (size_t)json_object_get_string_len(e);
-        m->error_text = pgtext_clean(json_object_get_string(e), n < MAX_ERROR_TEXT ? n : MAX_ERROR_TEXT);
-    }
+    const char *text;
+    size_t n;
+    int rc = jf_text(&p, "error", false, &text, &n);
+    if (rc < 0)
+        return inmsg_reject(&m->in, "parse_error", "%s", err);
+    if (rc == 1)
+        m->error_text = utf8_clean(text, utf8_cut(text, n, MAX_ERROR_TEXT));
     return 0;
 }
 
@@ -152,16 +133,17 @@ static int parse_result(result_msg_t *m, const mq_delivery_t *d)
     int64_t v = 0;
     if (inmsg_open(&m->in, d) != 0)
         return -1;
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
     msg_type_t t = m->in.env.type;
     if (t != MSG_EXECUTION_STATUS_CHANGED && t != MSG_EXECUTION_COMPLETED)
         return inmsg_reject(&m->in, "unknown_type",
                             "message type '%s' does not belong in the results queue",
                             m->in.env.type_name);
-    int rc = mf_execution_id(m->in.env.payload, &m->execution_id, err, sizeof err);
+    int rc = jf_execution_id(&p, false, &m->execution_id);
     if (rc <= 0)
         return inmsg_reject(&m->in, rc == 0 ? "missing_execution_id" : "parse_error", "%s",
                             rc == 0 ? "the payload has no execution_id" : err);
-    rc = mf_int(m->in.env.payload, "attempt", 1, INT32_MAX, &v, err, sizeof err);
+    rc = jf_int(&p, "attempt", false, 1, INT32_MAX, &v);
     if (rc < 0)
         return inmsg_reject(&m->in, "parse_error", "%s", err);
     m->attempt = rc == 1 ? (int)v : m->in.env.attempt;
@@ -195,12 +177,14 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
     " worker = coalesce(u.worker, e.worker),"
-    " started_at = CASE WHEN u.status = 'running' THEN now()"
+    " started_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN now()"
     "   ELSE coalesce(e.started_at, u.started_at::timestamptz) END," /* no running status came */
-    " result = CASE WHEN u.status = 'running' THEN e.result ELSE u.result::jsonb END,"
-    " error = CASE WHEN u.status = 'running' THEN e.error ELSE u.error END,"
-    " outcome = CASE WHEN u.status = 'running' THEN e.outcome ELSE u.outcome::jsonb END,"
-    " ended_at = CASE WHEN u.status = 'running' THEN e.ended_at ELSE now() END,"
+    " result = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.result"
+    "   ELSE u.result::jsonb END,"
+    " error = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.error ELSE u.error END,"
+    " outcome = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.outcome"
+    "   ELSE u.outcome::jsonb END,"
+    " ended_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.ended_at ELSE now() END,"
     " wait_reason = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[],"
     "   $9::text[], $10::text[])"

@@ -12,11 +12,16 @@
 #include "executor/pgtext.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/exec_status.h"
+#include "warren/ids.h"
 #include "warren/log.h"
 #include "warren/topology.h"
+#include "warren/utf8.h"
 
 /* Statuses that occupy a worker slot (the partial index executions_active_worker_idx). */
-#define IN_FLIGHT "('scheduling', 'scheduled', 'running', 'canceling')"
+#define IN_FLIGHT                                                                               \
+    "(" EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", "               \
+    EXEC_SQL(CANCELING) ")"
 /* A worker is live while its heartbeat is younger than heartbeat_stale_factor intervals. */
 #define LIVE_WORKER                                                                             \
     "w.status = 'online' AND w.last_heartbeat > now() - make_interval(secs => $1::int * "      \
@@ -31,7 +36,8 @@
  * (warren_wait_reason, schema 005).
  */
 #define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
-                      " e.timeout_s FROM executions e WHERE e.status = 'requested' AND "
+                      " e.timeout_s FROM executions e WHERE e.status = " EXEC_SQL(REQUESTED) \
+                      " AND "
 static const char claim_pinned_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NOT NULL"
     " ORDER BY e.created_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
@@ -52,8 +58,8 @@ static const char load_workers_sql[] =
  * or still requested with its wait reason (written only when it changed). */
 static const char update_sql[] =
     "UPDATE executions e SET"
-    " status = CASE WHEN u.fail_error IS NOT NULL THEN 'failed'"
-    "   WHEN u.worker IS NOT NULL THEN 'scheduled' ELSE e.status END,"
+    " status = CASE WHEN u.fail_error IS NOT NULL THEN " EXEC_SQL(FAILED)
+    "   WHEN u.worker IS NOT NULL THEN " EXEC_SQL(SCHEDULED) " ELSE e.status END,"
     " error = coalesce(u.fail_error, e.error),"
     " result = CASE WHEN u.fail_error IS NOT NULL THEN jsonb_build_object('error', u.fail_error)"
     "   ELSE e.result END,"
@@ -63,15 +69,16 @@ static const char update_sql[] =
     " wait_reason = u.wait_reason"
     " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY"
     "   AS u(id, worker, wait_reason, fail_error, ord)"
-    " WHERE e.id = u.id AND e.status = 'requested' AND (u.worker IS NOT NULL"
+    " WHERE e.id = u.id AND e.status = " EXEC_SQL(REQUESTED) " AND (u.worker IS NOT NULL"
     "   OR u.fail_error IS NOT NULL OR e.wait_reason IS DISTINCT FROM u.wait_reason)"
     " RETURNING u.ord, (u.worker IS NOT NULL AND u.fail_error IS NULL)::int";
 
 static const char revert_sql[] =
-    "UPDATE executions e SET status = 'requested',"
+    "UPDATE executions e SET status = " EXEC_SQL(REQUESTED) ","
     " wait_reason = 'last dispatch was not confirmed by the broker; it will be dispatched again'"
     " FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)"
-    " WHERE e.id = u.id AND e.status = 'scheduled' AND e.attempt = u.attempt RETURNING e.id";
+    " WHERE e.id = u.id AND e.status = " EXEC_SQL(SCHEDULED) " AND e.attempt = u.attempt"
+    " RETURNING e.id";
 
 typedef struct sched_job {
     int64_t id;
@@ -246,7 +253,8 @@ static void build_dispatch(sched_job_t *j)
     snprintf(d.action_ref, sizeof d.action_ref, "%s", j->action_ref);
     if (topo_dispatch_key(j->worker, j->routing_key, sizeof j->routing_key) != 0) {
         snprintf(j->fail_error, sizeof j->fail_error,
-                 "worker id '%.64s' cannot name a queue: %s", j->worker, TOPO_WORKER_ID_RULE);
+                 "worker id '%.*s' cannot name a queue: %s", utf8_prec(j->worker, 64), j->worker,
+                 IDS_WORKER_RULE);
         return;
     }
     d.params = json_tokener_parse(j->params);

@@ -1,14 +1,19 @@
-/* The execution state machine as a table: which status may follow which (see transitions.h). */
+/* The execution state machine as a table: which status may follow which (see transitions.h);
+ * the statuses themselves are listed in warren/exec_status.h. */
 #include <stdio.h>
 #include <string.h>
 #include "executor/transitions.h"
 
 static const char *const names[EXEC_STATUS_COUNT] = {
-    [EXEC_REQUESTED] = "requested", [EXEC_SCHEDULING] = "scheduling",
-    [EXEC_SCHEDULED] = "scheduled", [EXEC_RUNNING] = "running",
-    [EXEC_CANCELING] = "canceling", [EXEC_COMPLETED] = "completed",
-    [EXEC_FAILED] = "failed",       [EXEC_CANCELLED] = "cancelled",
-    [EXEC_TIMEOUT] = "timeout",     [EXEC_ABANDONED] = "abandoned",
+#define EXEC_STATUS_NAME(name, final) [EXEC_##name] = EXEC_NAME_##name,
+    EXEC_STATUSES(EXEC_STATUS_NAME)
+#undef EXEC_STATUS_NAME
+};
+
+static const bool terminal[EXEC_STATUS_COUNT] = {
+#define EXEC_STATUS_FINAL(name, final) [EXEC_##name] = final,
+    EXEC_STATUSES(EXEC_STATUS_FINAL)
+#undef EXEC_STATUS_FINAL
 };
 
 #define TO(s) (1u << (s))
@@ -56,7 +61,7 @@ int trans_status_parse(const char *s, exec_status_t *out)
 
 bool trans_is_terminal(exec_status_t s)
 {
-    return (unsigned)s < EXEC_STATUS_COUNT && s >= EXEC_COMPLETED;
+    return (unsigned)s < EXEC_STATUS_COUNT && terminal[s];
 }
 
 bool trans_legal(exec_status_t from, exec_status_t to)

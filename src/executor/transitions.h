@@ -1,31 +1,12 @@
 /*
- * Execution statuses and the legal transitions between them (docs/schema.md), as a table.
- * Every status change the executor writes is guarded by SQL generated from this table.
+ * The legal transitions between execution statuses (warren/exec_status.h, docs/schema.md), as
+ * a table. Every status change the executor writes is guarded by SQL generated from this table.
  */
 #ifndef WARREN_EXECUTOR_TRANSITIONS_H
 #define WARREN_EXECUTOR_TRANSITIONS_H
 
-#include "warren/common.h"
+#include "warren/exec_status.h"
 
-typedef enum {
-    EXEC_REQUESTED = 0,
-    EXEC_SCHEDULING,
-    EXEC_SCHEDULED,
-    EXEC_RUNNING,
-    EXEC_CANCELING,
-    EXEC_COMPLETED,
-    EXEC_FAILED,
-    EXEC_CANCELLED,
-    EXEC_TIMEOUT,
-    EXEC_ABANDONED,
-    EXEC_STATUS_COUNT
-} exec_status_t;
-
-/* The status as stored in executions.status. */
-const char *trans_status_name(exec_status_t s);
-/* Parse a stored status; -1 for text that is not one. */
-int trans_status_parse(const char *s, exec_status_t *out) WARN_UNUSED;
-bool trans_is_terminal(exec_status_t s);
 /* May a row in `from` move to `to`? Never out of a terminal status, never to itself. */
 bool trans_legal(exec_status_t from, exec_status_t to);
 /*

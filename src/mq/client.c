@@ -14,6 +14,7 @@
 #include <time.h>
 #include "mq/mq_internal.h"
 #include "warren/log.h"
+#include "warren/utf8.h"
 #include "warren/version.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -375,7 +376,8 @@ int mq_ensure_connected(mq_client_t *c, bool probe)
     if (c->conn)
         drop_connection(c);
     if (!probe && now_mono_ms() < c->next_connect_ms) {
-        mq_set_error(c, "not connected (reconnect backoff; last connect: %.400s)", c->connect_error);
+        mq_set_error(c, "not connected (reconnect backoff; last connect: %.*s)",
+                     utf8_prec(c->connect_error, 400), c->connect_error);
         return MQ_ERR_CONNECTION;
     }
     return connect_attempt(c) == 0 ? MQ_OK : MQ_ERR_CONNECTION;
@@ -421,7 +423,8 @@ int mq_channel_closed(mq_client_t *c, const char *why)
     snprintf(close_text, sizeof close_text, "%s", c->last_error);
     if (open_channel(c) != 0) {
         char reopen[ERRBUF_SIZE];
-        snprintf(reopen, sizeof reopen, "reopening the channel failed: %.400s", c->last_error);
+        snprintf(reopen, sizeof reopen, "reopening the channel failed: %.*s",
+                 utf8_prec(c->last_error, 400), c->last_error);
         mq_connection_lost(c, reopen);
         return MQ_ERR_CONNECTION;
     }

@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include "warren/envelope.h"
-#include "warren/topology.h"
+#include "warren/ids.h"
+#include "warren/jsonfield.h"
+#include "warren/timestamp.h"
 #include "warren/utf8.h"
 
 static const char *const type_names[] = {
@@ -31,135 +32,6 @@ msg_type_t msg_type_parse(const char *s)
         if (!strcmp(s, type_names[i]))
             return (msg_type_t)i;
     return MSG_UNKNOWN;
-}
-
-/* ---- field access with errors that name the field ---- */
-
-static const char *json_kind(json_object *o)
-{
-    switch (json_object_get_type(o)) {
-    case json_type_null: return "null";
-    case json_type_boolean: return "a boolean";
-    case json_type_double: return "a fractional number";
-    case json_type_int: return "an integer";
-    case json_type_object: return "an object";
-    case json_type_array: return "an array";
-    case json_type_string: return "a string";
-    }
-    return "an unknown JSON value";
-}
-
-/* Look up obj[key]. Absent and null count as missing: -1 with an error when required,
- * else 0 with *out = NULL. */
-static int field_get(json_object *obj, const char *key, const char *name, bool required,
-                     json_object **out, char *err, size_t errlen)
-{
-    json_object *v = NULL;
-    if (!json_object_object_get_ex(obj, key, &v) || json_object_is_type(v, json_type_null))
-        v = NULL;
-    *out = v;
-    if (!v && required) {
-        snprintf(err, errlen, "field '%s' is missing", name);
-        return -1;
-    }
-    return 0;
-}
-
-static int want_type(json_object *v, json_type t, const char *tname, const char *name, char *err,
-                     size_t errlen)
-{
-    if (json_object_is_type(v, t))
-        return 0;
-    snprintf(err, errlen, "field '%s': expected %s, got %s", name, tname, json_kind(v));
-    return -1;
-}
-
-/* Copy a string field into dst[cap]. Text that ends up in logs, headers and database rows
- * must not carry NULs or control characters. A missing optional field leaves dst "". */
-static int field_string(json_object *obj, const char *key, const char *name, bool required,
-                        char *dst, size_t cap, char *err, size_t errlen)
-{
-    json_object *v;
-    dst[0] = '\0';
-    if (field_get(obj, key, name, required, &v, err, errlen) != 0)
-        return -1;
-    if (!v)
-        return 0;
-    if (want_type(v, json_type_string, "a string", name, err, errlen) != 0)
-        return -1;
-    const char *s = json_object_get_string(v);
-    size_t n = (size_t)json_object_get_string_len(v);
-    if (strlen(s) != n) {
-        snprintf(err, errlen, "field '%s' contains a NUL character", name);
-        return -1;
-    }
-    if (n >= cap) {
-        snprintf(err, errlen, "field '%s' is %zu bytes long, the limit is %zu", name, n, cap - 1);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
-            snprintf(err, errlen, "field '%s' contains a control character", name);
-            return -1;
-        }
-    if (required && n == 0) {
-        snprintf(err, errlen, "field '%s' is empty", name);
-        return -1;
-    }
-    memcpy(dst, s, n + 1);
-    return 0;
-}
-
-static int check_range(int64_t x, int64_t min, int64_t max, const char *name, char *err,
-                       size_t errlen)
-{
-    if (x >= min && x <= max)
-        return 0;
-    snprintf(err, errlen, "field '%s' is %" PRId64 ", expected %" PRId64 "..%" PRId64, name, x,
-             min, max);
-    return -1;
-}
-
-/* An integer field in [min, max]; dflt when absent and optional. json-c clamps integers
- * that overflow 64 bits to the extremes, which every range used here excludes. */
-static int field_int(json_object *obj, const char *key, const char *name, bool required,
-                     int64_t min, int64_t max, int64_t dflt, int64_t *out, char *err,
-                     size_t errlen)
-{
-    json_object *v;
-    *out = dflt;
-    if (field_get(obj, key, name, required, &v, err, errlen) != 0)
-        return -1;
-    if (!v)
-        return 0;
-    if (want_type(v, json_type_int, "an integer", name, err, errlen) != 0)
-        return -1;
-    *out = json_object_get_int64(v);
-    return check_range(*out, min, max, name, err, errlen);
-}
-
-/* "YYYY-MM-DDTHH:MM:SS[.fraction](Z|+00:00)": RFC 3339 restricted to UTC. */
-static bool rfc3339_utc_valid(const char *s)
-{
-    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
-    for (size_t i = 0; i < sizeof shape - 1; i++) {
-        bool ok = shape[i] == 'd' ? isdigit((unsigned char)s[i]) != 0
-                                  : (s[i] == shape[i] || (i == 10 && s[i] == 't'));
-        if (!ok)
-            return false;
-    }
-    int mon = atoi(s + 5), day = atoi(s + 8), hour = atoi(s + 11), min = atoi(s + 14),
-        sec = atoi(s + 17);
-    if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60)
-        return false;
-    const char *p = s + sizeof shape - 1;
-    if (*p == '.') {
-        size_t digits = strspn(p + 1, "0123456789");
-        if (digits < 1 || digits > 9)
-            return false;
-        p += 1 + digits;
-    }
-    return !strcmp(p, "Z") || !strcmp(p, "z") || !strcmp(p, "+00:00");
 }
 
 /* ---- decoding ---- */
@@ -232,42 +104,37 @@ static int check_raw(const char *body, size_t len, char *err, size_t errlen)
     return 0;
 }
 
-static int decode_headers(json_object *root, envelope_t *e, char *err, size_t errlen)
+static int decode_headers(const jf_t *root, envelope_t *e)
 {
     json_object *h;
-    int64_t attempt;
-    if (field_get(root, "headers", "headers", true, &h, err, errlen) != 0 ||
-        want_type(h, json_type_object, "an object", "headers", err, errlen) != 0 ||
-        field_string(h, "source", "headers.source", true, e->source, sizeof e->source, err,
-                     errlen) != 0 ||
-        field_int(h, "attempt", "headers.attempt", true, 0, INT32_MAX, 0, &attempt, err,
-                  errlen) != 0 ||
-        field_string(h, "trace_id", "headers.trace_id", false, e->trace_id, sizeof e->trace_id,
-                     err, errlen) != 0)
+    int64_t attempt = 0;
+    if (jf_object(root, "headers", true, &h) < 0)
+        return -1;
+    jf_t hr = {h, "headers", root->err, root->errlen};
+    if (jf_string_copy(&hr, "source", true, e->source, sizeof e->source) < 0 ||
+        jf_int(&hr, "attempt", true, 0, INT32_MAX, &attempt) < 0 ||
+        jf_string_copy(&hr, "trace_id", false, e->trace_id, sizeof e->trace_id) < 0)
         return -1;
     e->attempt = (int)attempt;
     return 0;
 }
 
-static int decode_fields(json_object *root, envelope_t *e, char *err, size_t errlen)
+static int decode_fields(json_object *obj, envelope_t *e, char *err, size_t errlen)
 {
-    int64_t version;
+    jf_t root = {obj, NULL, err, errlen};
+    int64_t version = 0;
     json_object *payload;
-    if (field_string(root, "message_id", "message_id", true, e->message_id, sizeof e->message_id,
-                     err, errlen) != 0 ||
-        field_string(root, "correlation_id", "correlation_id", false, e->correlation_id,
-                     sizeof e->correlation_id, err, errlen) != 0 ||
-        field_string(root, "message_type", "message_type", true, e->type_name,
-                     sizeof e->type_name, err, errlen) != 0 ||
-        field_int(root, "version", "version", true, 1, INT32_MAX, 0, &version, err, errlen) != 0 ||
-        field_string(root, "timestamp", "timestamp", true, e->timestamp, sizeof e->timestamp, err,
-                     errlen) != 0 ||
-        decode_headers(root, e, err, errlen) != 0 ||
-        field_get(root, "payload", "payload", true, &payload, err, errlen) != 0 ||
-        want_type(payload, json_type_object, "an object", "payload", err, errlen) != 0)
+    if (jf_string_copy(&root, "message_id", true, e->message_id, sizeof e->message_id) < 0 ||
+        jf_string_copy(&root, "correlation_id", false, e->correlation_id,
+                       sizeof e->correlation_id) < 0 ||
+        jf_string_copy(&root, "message_type", true, e->type_name, sizeof e->type_name) < 0 ||
+        jf_int(&root, "version", true, 1, INT32_MAX, &version) < 0 ||
+        jf_string_copy(&root, "timestamp", true, e->timestamp, sizeof e->timestamp) < 0 ||
+        decode_headers(&root, e) != 0 || jf_object(&root, "payload", true, &payload) < 0)
         return -1;
-    if (!rfc3339_utc_valid(e->timestamp)) {
-        snprintf(err, errlen, "field 'timestamp': '%s' is not an RFC 3339 UTC time", e->timestamp);
+    if (ts_parse(e->timestamp, &e->timestamp_us) != 0) {
+        snprintf(err, errlen, "field 'timestamp': '%s' is not an RFC 3339 date-time",
+                 e->timestamp);
         return -1;
     }
     e->version = (int)version;
@@ -286,7 +153,7 @@ int envelope_decode(const void *body, size_t len, envelope_t *out, char *err, si
         return -1;
     int rc = -1;
     if (!json_object_is_type(root, json_type_object))
-        snprintf(err, errlen, "body is %s, expected a JSON object", json_kind(root));
+        snprintf(err, errlen, "body is %s, expected a JSON object", jf_kind(root));
     else
         rc = decode_fields(root, out, err, errlen);
     json_object_put(root);
@@ -312,7 +179,7 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
                       const char *source, int attempt, const char *trace_id,
                       json_object *payload, size_t *len)
 {
-    char id[40], ts[40];
+    char id[40], ts[TS_TEXT_MAX];
     if (!payload)
         payload = json_object_new_object();
     if (type == MSG_UNKNOWN || (size_t)type >= N_TYPES || !payload) {
@@ -321,7 +188,7 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
     }
     if (!message_id)
         envelope_new_id(id, sizeof id);
-    envelope_timestamp(ts, sizeof ts);
+    ts_now(ts, sizeof ts);
     json_object *headers = json_object_new_object();
     json_object_object_add(headers, "source", json_object_new_string(source ? source : ""));
     json_object_object_add(headers, "attempt", json_object_new_int(attempt));
@@ -346,52 +213,27 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
 
 /* ---- dispatch payload ---- */
 
-/* Some peers send ids as JSON strings; accept "123" but nothing looser (no sign, spaces,
- * or leading zeros) so an id always has exactly one spelling. */
-static int execution_id_from(json_object *payload, int64_t *out, char *err, size_t errlen)
-{
-    json_object *v;
-    if (field_get(payload, "execution_id", "payload.execution_id", true, &v, err, errlen) != 0)
-        return -1;
-    if (!json_object_is_type(v, json_type_string))
-        return field_int(payload, "execution_id", "payload.execution_id", true, 1, INT64_MAX - 1,
-                         0, out, err, errlen);
-    const char *s = json_object_get_string(v);
-    size_t n = strlen(s);
-    bool digits = n > 0 && n <= 18 && strspn(s, "0123456789") == n && s[0] != '0';
-    if (!digits || (size_t)json_object_get_string_len(v) != n) {
-        snprintf(err, errlen, "field 'payload.execution_id': '%.40s' is not a positive integer", s);
-        return -1;
-    }
-    *out = strtoll(s, NULL, 10);
-    return 0;
-}
-
 int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size_t errlen)
 {
-    int64_t attempt, timeout_s;
-    json_object *params;
+    jf_t p = {payload, "payload", err, errlen};
+    int64_t attempt = 1, timeout_s = 0;
+    json_object *params = NULL;
     memset(out, 0, sizeof *out);
-    if (!payload) {
-        snprintf(err, errlen, "field 'payload' is missing");
+    if (!json_object_is_type(payload, json_type_object)) {
+        if (payload)
+            snprintf(err, errlen, "field 'payload': expected an object, got %s", jf_kind(payload));
+        else
+            snprintf(err, errlen, "field 'payload' is missing");
         return -1;
     }
-    if (want_type(payload, json_type_object, "an object", "payload", err, errlen) != 0)
+    if (jf_execution_id(&p, true, &out->execution_id) < 0 ||
+        jf_string_copy(&p, "worker_id", true, out->worker_id, sizeof out->worker_id) < 0 ||
+        jf_string_copy(&p, "action_ref", true, out->action_ref, sizeof out->action_ref) < 0 ||
+        jf_object(&p, "params", false, &params) < 0 ||
+        jf_int(&p, "attempt", false, 1, INT32_MAX, &attempt) < 0 ||
+        jf_int(&p, "timeout_s", false, 0, INT32_MAX, &timeout_s) < 0)
         return -1;
-    if (execution_id_from(payload, &out->execution_id, err, errlen) != 0 ||
-        field_string(payload, "worker_id", "payload.worker_id", true, out->worker_id,
-                     sizeof out->worker_id, err, errlen) != 0 ||
-        field_string(payload, "action_ref", "payload.action_ref", true, out->action_ref,
-                     sizeof out->action_ref, err, errlen) != 0 ||
-        field_get(payload, "params", "payload.params", false, &params, err, errlen) != 0 ||
-        (params && want_type(params, json_type_object, "an object", "payload.params", err,
-                             errlen) != 0) ||
-        field_int(payload, "attempt", "payload.attempt", false, 1, INT32_MAX, 1, &attempt, err,
-                  errlen) != 0 ||
-        field_int(payload, "timeout_s", "payload.timeout_s", false, 0, INT32_MAX, 0, &timeout_s,
-                  err, errlen) != 0)
-        return -1;
-    if (!topo_worker_id_valid(out->worker_id)) {
+    if (!ids_worker_valid(out->worker_id)) {
         snprintf(err, errlen, "field 'payload.worker_id': '%s' is not a valid worker id",
                  out->worker_id);
         return -1;
@@ -417,7 +259,7 @@ json_object *dispatch_to_payload(const dispatch_t *d)
     return o;
 }
 
-/* ---- ids and clocks ---- */
+/* ---- ids ---- */
 
 void envelope_new_id(char *buf, size_t len)
 {
@@ -436,15 +278,4 @@ void envelope_new_id(char *buf, size_t len)
              "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
              b[15]);
-}
-
-void envelope_timestamp(char *buf, size_t len)
-{
-    struct timespec ts;
-    struct tm tm;
-    char sec[24];
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(sec, sizeof sec, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, len, "%s.%03ldZ", sec, ts.tv_nsec / 1000000);
 }

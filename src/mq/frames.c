@@ -6,6 +6,7 @@
 #include <string.h>
 #include "mq/mq_internal.h"
 #include "warren/log.h"
+#include "warren/utf8.h"
 
 /* Drain at most this many frames per call so a flood of deliveries cannot starve the caller. */
 #define DRAIN_MAX 1024
@@ -209,7 +210,8 @@ static void on_return(mq_client_t *c, const amqp_frame_t *f)
         char *id = dup_prop(&msg.properties, AMQP_BASIC_MESSAGE_ID_FLAG, msg.properties.message_id, &oom);
         log_kv(LOG_WARN, "publish returned unroutable", "reply_code", code, "reply_text", text,
                "exchange", exchange, "routing_key", key, "message_id", id, NULL);
-        mq_set_error(c, "returned: %s %.200s", code, text ? text : "");
+        mq_set_error(c, "returned: %s %.*s", code, utf8_prec(text ? text : "", 200),
+                     text ? text : "");
         mark_returned(c, id ? id : "");
         free(id);
         amqp_destroy_message(&msg);

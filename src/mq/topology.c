@@ -6,33 +6,15 @@
 #include "mq/http_get.h"
 #include "mq/mq_internal.h"
 #include "mq/topology_plan.h"
+#include "warren/ids.h"
 #include "warren/log.h"
 #include "warren/topology.h"
-
-/*
- * A worker id is spliced into a queue name and into a topic routing key. '.' separates
- * routing-key words; that is harmless because the binding is the exact key, but empty
- * words (a trailing '.' or "..") make keys that read like mistakes, and '*' or '#' would
- * turn a key into a wildcard pattern. The character set keeps all of those out, plus
- * spaces, '/' (a URL path separator in the management API) and non-ASCII.
- */
-bool topo_worker_id_valid(const char *id)
-{
-    static const char allowed[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-";
-    if (!id)
-        return false;
-    size_t n = strlen(id);
-    if (n == 0 || n > WORKER_ID_MAX || strspn(id, allowed) != n)
-        return false;
-    bool alnum_first = strchr("_.-", id[0]) == NULL;
-    return alnum_first && id[n - 1] != '.' && strstr(id, "..") == NULL;
-}
+#include "warren/utf8.h"
 
 static int format_name(char *buf, size_t len, const char *prefix, const char *worker_id,
                        const char *suffix)
 {
-    if (!topo_worker_id_valid(worker_id))
+    if (!ids_worker_valid(worker_id))
         return -1;
     int n = snprintf(buf, len, "%s%s%s", prefix, worker_id, suffix);
     return n >= 0 && (size_t)n < len ? 0 : -1;
@@ -139,7 +121,8 @@ int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *
 {
     topo_plan_t p;
     if (topo_plan_worker(cfg, worker_id, &p) != 0) {
-        snprintf(err, errlen, "invalid worker id '%s': %s", worker_id, TOPO_WORKER_ID_RULE);
+        snprintf(err, errlen, "invalid worker id '%.*s': %s", utf8_prec(worker_id, 80), worker_id,
+                 IDS_WORKER_RULE);
         return -1;
     }
     if (!cfg->rabbitmq.dead_letter.enabled)
@@ -318,7 +301,7 @@ static int verify_worker(verify_t *v, const warren_config_t *cfg, const char *wo
 {
     topo_plan_t p;
     if (topo_plan_worker(cfg, worker_id, &p) != 0) {
-        fprintf(v->out, "worker id '%s' is invalid: %s\n", worker_id, TOPO_WORKER_ID_RULE);
+        fprintf(v->out, "worker id '%s' is invalid: %s\n", worker_id, IDS_WORKER_RULE);
         v->drifts++;
         return 0;
     }

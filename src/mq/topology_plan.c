@@ -4,6 +4,7 @@
 #include <string.h>
 #include "mq/topology_plan.h"
 #include "warren/topology.h"
+#include "warren/utf8.h"
 
 /* ---- building plans ---- */
 
@@ -132,12 +133,16 @@ static void want_text(const topo_arg_t *a, char *buf, size_t len)
         snprintf(buf, len, "'%s'", a->s);
 }
 
+/* The broker's value for a drift line, cut to fit on a character boundary. */
 static void live_text(json_object *v, char *buf, size_t len)
 {
-    if (json_object_is_type(v, json_type_string))
-        snprintf(buf, len, "'%s'", json_object_get_string(v));
+    bool quoted = json_object_is_type(v, json_type_string);
+    const char *s = quoted ? json_object_get_string(v)
+                           : json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+    if (quoted)
+        snprintf(buf, len, "'%.*s'", utf8_prec(s, len - 3), s);
     else
-        snprintf(buf, len, "%s", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+        snprintf(buf, len, "%.*s", utf8_prec(s, len - 1), s);
 }
 
 static bool arg_matches(const topo_arg_t *a, json_object *v)
@@ -294,7 +299,7 @@ static const char *span_after(const char *from, const char *start, const char *s
     const char *b = stop ? strstr(a, stop) : a + strlen(a);
     if (!b)
         return NULL;
-    snprintf(buf, len, "%.*s", (int)(b - a), a);
+    snprintf(buf, len, "%.*s", (int)utf8_cut(a, (size_t)(b - a), len - 1), a);
     return b;
 }
 
@@ -306,7 +311,7 @@ static bool broker_value(const char *text, char *buf, size_t len)
         return false;
     if (!span_after(text, "the value '", "' of type", buf, len) &&
         !span_after(text, "'", "'", buf, len))
-        snprintf(buf, len, "%s", text);
+        snprintf(buf, len, "%.*s", utf8_prec(text, len - 1), text);
     return true;
 }
 

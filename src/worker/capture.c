@@ -1,7 +1,9 @@
 /* Bounded capture of a handler's output and the shaping of it into a JSON result. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
+#include "warren/utf8.h"
 #include "worker/capture.h"
 
 #define CAPTURE_MIN_ALLOC 4096
@@ -85,87 +87,26 @@ int capture_append(capture_t *c, const void *data, size_t n)
     return c->keep_tail ? tail_append(c, data, n) : head_append(c, data, n);
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes available), 0 when it is invalid. */
-static size_t utf8_valid_seq(const unsigned char *s, size_t n)
-{
-    if (n == 0)
-        return 0;
-    unsigned char lead = s[0];
-    if (lead < 0x80)
-        return 1;
-    size_t len;
-    uint32_t cp, min;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-        len = 2, cp = lead & 0x1F, min = 0x80;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-        len = 3, cp = lead & 0x0F, min = 0x800;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-        len = 4, cp = lead & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    /* Overlong forms, UTF-16 surrogates and code points past U+10FFFF are invalid. */
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-/* True when s[0..n) is the start of a multi-byte sequence that needed more bytes. */
-static bool cut_sequence(const unsigned char *s, size_t n)
-{
-    size_t want = s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
-    if (want == 0 || n >= want)
-        return false;
-    for (size_t i = 1; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return false;
-    return true;
-}
-
-/*
- * Valid UTF-8 copy of p[0..len). cut_front: the bytes were cut before p, so continuation bytes
- * at the start are the rest of a lost character. cut_back: likewise at the end.
- */
-static char *sanitize(const char *p, size_t len, bool cut_front, bool cut_back)
-{
-    static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
-    const unsigned char *s = (const unsigned char *)p;
-    size_t i = 0;
-    while (cut_front && i < len && i < 3 && (s[i] & 0xC0) == 0x80)
-        i++;
-    char *out = malloc(len * 3 + 1); /* each byte becomes at most one U+FFFD */
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    while (i < len) {
-        size_t n = utf8_valid_seq(s + i, len - i);
-        if (n > 0 && s[i] != '\0') {
-            memcpy(out + o, s + i, n);
-            o += n;
-            i += n;
-            continue;
-        }
-        if (cut_back && cut_sequence(s + i, len - i))
-            break;
-        memcpy(out + o, replacement, 3);
-        o += 3;
-        i++;
-    }
-    out[o] = '\0';
-    return out;
-}
-
+/* Where the capture was cut, the bytes of a character only partly kept are dropped, not
+ * replaced: the character was fine, the cut is ours. */
 char *capture_text(const capture_t *c)
 {
-    bool cut = c->truncated;
-    return sanitize(c->buf ? c->buf : "", c->len, cut && c->keep_tail, cut && !c->keep_tail);
+    const char *p = c->buf ? c->buf : "";
+    size_t from = 0, to = c->len;
+    if (c->truncated && c->keep_tail)
+        from = utf8_partial_head(p, to);
+    else if (c->truncated)
+        to -= utf8_partial_tail(p, to);
+    return utf8_clean(p + from, to - from);
+}
+
+void capture_error_text(const char *text, char *dst, size_t cap)
+{
+    size_t n = strlen(text);
+    char *clean = utf8_clean(text, n - utf8_partial_tail(text, n));
+    const char *t = clean ? clean : "(error text lost: out of memory)";
+    snprintf(dst, cap, "%.*s", utf8_prec(t, cap - 1), t);
+    free(clean);
 }
 
 static bool json_space(char ch)
@@ -286,7 +227,7 @@ static bool scan_string(jscan_t *s)
             }
             continue;
         }
-        size_t n = utf8_valid_seq(s->p, (size_t)(s->end - s->p));
+        size_t n = utf8_char_len(s->p, (size_t)(s->end - s->p));
         if (n == 0)
             return false;
         s->p += n;
@@ -350,7 +291,7 @@ static bool is_one_json_value(const char *text, size_t len)
 
 static char *wrap_text(const char *text, size_t len, bool truncated)
 {
-    char *clean = sanitize(text, len, false, truncated);
+    char *clean = utf8_clean(text, truncated ? len - utf8_partial_tail(text, len) : len);
     json_object *o = json_object_new_object();
     char *out = NULL;
     if (clean && o) {

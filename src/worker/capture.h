@@ -31,6 +31,13 @@ int capture_append(capture_t *c, const void *data, size_t n) WARN_UNUSED;
 char *capture_text(const capture_t *c);
 
 /*
+ * A handler's own error text (an in-process module's out->error) into dst[cap] as valid UTF-8:
+ * invalid bytes become U+FFFD, a character the module's snprintf cut short is dropped, and the
+ * text is cut to fit on a character boundary. It travels in a JSON report, which must be UTF-8.
+ */
+void capture_error_text(const char *text, char *dst, size_t cap);
+
+/*
  * The JSON result for output text of len bytes: the text itself (trimmed) when it is exactly
  * one JSON value by RFC 8259, valid UTF-8, at most 64 levels deep and storable in PostgreSQL
  * jsonb (no \u0000, no lone surrogates); otherwise {"output": "<text>"} plus "truncated": true when the output

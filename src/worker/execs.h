@@ -9,6 +9,7 @@
 
 #include "warren/common.h"
 #include "warren/envelope.h"
+#include "warren/ids.h"
 
 /* Finished keys remembered for duplicate detection. */
 #define EXECS_RECENT 1024
@@ -27,7 +28,7 @@ typedef struct exec {
     uint64_t *tags;
     size_t n_tags, cap_tags;
     /* The job, kept from the dispatch until it starts. */
-    char action_ref[256];
+    char action_ref[ACTION_REF_MAX + 1];
     char *params;              /* JSON text; NULL means {} */
     size_t params_len;
     int timeout_s;

@@ -7,10 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "warren/ids.h"
 #include "warren/log.h"
+#include "warren/utf8.h"
 #include "worker/handlers.h"
 
-#define REF_MAX 255
 
 typedef struct handlers_entry {
     const warren_handler_t *desc;
@@ -57,14 +58,6 @@ void handlers_free(handlers_t *r)
     free(r);
 }
 
-bool handlers_valid_ref(const char *ref)
-{
-    size_t n = ref ? strlen(ref) : 0;
-    if (n == 0 || n > REF_MAX || ref[0] == '.')
-        return false;
-    return strspn(ref, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 const warren_handler_t *handlers_find(const handlers_t *r, const char *ref)
 {
     for (size_t i = 0; i < r->count; i++)
@@ -95,9 +88,10 @@ static int check_desc(const handlers_t *r, const warren_handler_t *desc, const c
                  (unsigned)desc->abi_version, WARREN_HANDLER_ABI);
         return -1;
     }
-    if (!handlers_valid_ref(desc->action_ref)) {
-        snprintf(err, errlen, "%s: invalid action_ref '%s'", origin,
-                 desc->action_ref ? desc->action_ref : "(null)");
+    if (!ids_action_ref_valid(desc->action_ref)) {
+        const char *ref = desc->action_ref ? desc->action_ref : "(null)";
+        snprintf(err, errlen, "%s: invalid action_ref '%.*s': %s", origin, utf8_prec(ref, 64),
+                 ref, IDS_ACTION_REF_RULE);
         return -1;
     }
     if (!desc->run) {
@@ -189,9 +183,9 @@ static bool is_executable_file(const char *path)
 int handlers_exec_path(const char *dir, const char *ref, char *path, size_t pathlen, char *err,
                        size_t errlen)
 {
-    if (!handlers_valid_ref(ref)) {
-        snprintf(err, errlen, "invalid action_ref '%.64s': use 1-255 of A-Z a-z 0-9 . _ -, "
-                 "not starting with '.'", ref ? ref : "");
+    if (!ids_action_ref_valid(ref)) {
+        snprintf(err, errlen, "invalid action_ref '%.*s': %s", utf8_prec(ref ? ref : "", 64),
+                 ref ? ref : "", IDS_ACTION_REF_RULE);
         return -1;
     }
     if (has_suffix(ref, ".so") || (size_t)snprintf(path, pathlen, "%s/%s", dir, ref) >= pathlen ||
@@ -204,7 +198,7 @@ int handlers_exec_path(const char *dir, const char *ref, char *path, size_t path
 
 static int is_exec_candidate(const struct dirent *d)
 {
-    return handlers_valid_ref(d->d_name) && !has_suffix(d->d_name, ".so");
+    return ids_action_ref_valid(d->d_name) && !has_suffix(d->d_name, ".so");
 }
 
 static int cmp_str(const void *a, const void *b)

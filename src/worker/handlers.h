@@ -8,7 +8,6 @@
 #include <json-c/json.h>
 #include "warren/common.h"
 #include "warren/handler.h"
-#include "warren/worker.h" /* handlers_valid_ref */
 
 typedef struct handlers handlers_t;
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "warren/action_timeouts.h"
 #include "warren/log.h"
+#include "warren/timestamp.h"
 #include "worker/worker_internal.h"
 
 static void id_text(int64_t id, char *buf, size_t len)
@@ -143,7 +144,7 @@ static void on_done(const runner_result_t *r, void *arg)
     exec_t *x = arg;
     worker_t *w = x->owner;
     char ended_at[40], id[24], ms[24], code[16];
-    envelope_timestamp(ended_at, sizeof ended_at);
+    ts_now(ended_at, sizeof ended_at);
     id_text(x->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, r->duration_ms);
     snprintf(code, sizeof code, "%d", r->exit_code);
@@ -176,7 +177,7 @@ static void start(worker_t *w, exec_t *x)
         .attempt = x->attempt,
         .timeout_s = x->timeout_s,
     };
-    envelope_timestamp(x->started_at, sizeof x->started_at);
+    ts_now(x->started_at, sizeof x->started_at);
     /* Set before runner_start: an in-process handler's result arrives from the loop later,
      * but the state must already say running. */
     execs_set_state(&w->execs, x, EXEC_RUNNING);

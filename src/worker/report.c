@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "warren/utf8.h"
 #include "worker/report.h"
 
 /* {"output":"","truncated":true} around a cut result, with room to spare. */
@@ -192,7 +193,5 @@ size_t report_prefix_fitting(const char *text, size_t len, size_t budget)
             break;
         used += cost;
     }
-    while (n > 0 && n < len && ((unsigned char)text[n] & 0xC0) == 0x80)
-        n--; /* never split a character */
-    return n;
+    return utf8_cut(text, len, n); /* never split a character */
 }

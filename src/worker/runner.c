@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "warren/log.h"
+#include "warren/utf8.h"
 #include "worker/capture.h"
 #include "worker/handlers.h"
 #include "worker/runner.h"
@@ -193,8 +194,8 @@ static void job_run_inproc(job_t *j, const warren_handler_t *h)
     j->exit_code = rc;
     j->outcome = rc == 0 ? RUNNER_COMPLETED : RUNNER_FAILED;
     if (rc != 0)
-        snprintf(j->error, sizeof j->error, "%s",
-                 out.error[0] ? out.error : "in-process handler failed");
+        capture_error_text(out.error[0] ? out.error : "in-process handler failed", j->error,
+                           sizeof j->error);
     /* The output cap holds for modules too; capture_append() marks the cut. */
     const char *text = out.result_json ? out.result_json : "";
     if (capture_append(&j->out, text, strlen(text)) < 0)
@@ -437,7 +438,8 @@ static int job_spawn(job_t *j, const char *path, char *err, size_t errlen)
 {
     int child[3];
     if (job_open_pipes(j, child) < 0) {
-        snprintf(err, errlen, "cannot create pipes for %.300s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot create pipes for %.*s: %s", utf8_prec(path, 300), path,
+                 strerror(errno));
         return -1;
     }
     char path_env[] = HANDLER_PATH, id[48], ref[300], attempt[40], timeout[40];
@@ -462,7 +464,8 @@ static int job_spawn(job_t *j, const char *path, char *err, size_t errlen)
     if (rc != 0) {
         j->pid = 0;
         job_release_io(j);
-        snprintf(err, errlen, "cannot start handler %.300s: %s", path, strerror(rc));
+        snprintf(err, errlen, "cannot start handler %.*s: %s", utf8_prec(path, 300), path,
+                 strerror(rc));
         return -1;
     }
     return 0;

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "warren/log.h"
+#include "warren/utf8.h"
+#include "warren/timestamp.h"
 #include "worker/worker_internal.h"
 
 #define STATS_INTERVAL_S 60
@@ -263,14 +265,15 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     snprintf(w->id, sizeof w->id, "%s", o->id);
     w->o.id = w->id;
     if (topo_worker_queue(w->id, w->queue, sizeof w->queue) != 0) {
-        snprintf(err, errlen, "invalid worker id '%s': %s", o->id, TOPO_WORKER_ID_RULE);
+        snprintf(err, errlen, "invalid worker id '%.*s': %s", utf8_prec(o->id, 80), o->id,
+                 IDS_WORKER_RULE);
         return -1;
     }
     w->exchange = o->cfg->rabbitmq.exchanges.executions;
     if (gethostname(w->host, sizeof w->host) != 0)
         snprintf(w->host, sizeof w->host, "unknown");
     w->host[sizeof w->host - 1] = '\0';
-    envelope_timestamp(w->started_at, sizeof w->started_at);
+    ts_now(w->started_at, sizeof w->started_at);
     execs_init(&w->execs);
     outbox_init(&w->outbox, 2 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
                 RETRY_MAX_MS);

@@ -15,7 +15,7 @@
 #define WORKER_STDERR_TAIL_BYTES 8192
 
 typedef struct worker_opts {
-    const char *id;                  /* valid worker id (topo_worker_id_valid) */
+    const char *id;                  /* valid worker id (ids_worker_valid) */
     const warren_config_t *cfg;      /* broker connection, breaker and topology; borrowed */
     int max_concurrency;             /* executions at once; also the consumer prefetch */
     int heartbeat_interval_s;

@@ -7,6 +7,7 @@
 
 #include <event2/event.h>
 #include "warren/backoff.h"
+#include "warren/ids.h"
 #include "warren/mq.h"
 #include "warren/topology.h"
 #include "worker/execs.h"

@@ -62,6 +62,10 @@ assert_eq 2 "$(rc_of "${W[@]}" submit core.echo --params '{"a": 1')" "truncated 
 assert_contains "$(cat "$TEST_TMP/err")" "--params must be a JSON object"
 assert_eq 2 "$(rc_of "${W[@]}" submit core.echo --worker 'has space')" "worker id with a space"
 assert_contains "$(cat "$TEST_TMP/err")" "invalid worker id"
+assert_eq 2 "$(rc_of "${W[@]}" submit core.echo --worker 'a..b')" "worker id with an empty word"
+assert_contains "$(cat "$TEST_TMP/err")" "invalid worker id 'a..b': use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, with no '..' and no trailing '.'"
+assert_eq 2 "$(rc_of "${W[@]}" submit ../x)" "action ref leaving the handlers directory"
+assert_contains "$(cat "$TEST_TMP/err")" "invalid action '../x': use 1 to 255 letters, digits, '.', '_' or '-', not starting with '.'"
 assert_eq "$before" "$(count)" "rows after rejected submits"
 
 log "get: readable layout, JSON, history and dead letters"

@@ -64,8 +64,14 @@ assert_eq 2 "$(queue_messages "$queue")" "two dispatches in the worker queue"
 publish "$TOPO_EXCHANGE" "worker.heartbeat.$w" "$(envelope WorkerHeartbeat "{\"worker_id\": \"$w\", \"capacity\": 0, \"heartbeat_interval_s\": 5, \"capabilities\": []}")"
 wait_until 10 "[ \"\$(psql_q \"select count(*) from dead_letters where queue = '$TOPO_HEARTBEATS'\")\" = 1 ]"
 assert_contains "$(psql_q "select reason || ': ' || error from dead_letters where queue = '$TOPO_HEARTBEATS'")" \
-    "parse_error: field 'capacity' is 0" "why the heartbeat was refused"
+    "parse_error: field 'payload.capacity' is 0, expected 1.." "why the heartbeat was refused"
 assert_eq 2 "$(psql_q "select capacity from workers where id = '$w'")" "worker row untouched"
+
+# The worker's started_at is read like every other timestamp: an offset names the same instant.
+publish "$TOPO_EXCHANGE" "worker.heartbeat.$w" "$(envelope WorkerHeartbeat "{\"worker_id\": \"$w\", \"capacity\": 2,
+    \"heartbeat_interval_s\": 60, \"capabilities\": [\"$action\"], \"started_at\": \"2026-01-02T05:04:05.5+02:00\"}")"
+started="to_char(started_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')"
+wait_until 10 "[ \"\$(psql_q \"select $started from workers where id = '$w'\")\" = '2026-01-02 03:04:05.500' ]"
 
 exec_stop "$EXEC_PID" ex
 assert_eq 2 "$(stat_of "$EXEC_STATS" dispatched)" "dispatched counter"

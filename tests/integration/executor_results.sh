@@ -43,21 +43,26 @@ wait_until 5 "[ \"\$(queue_messages '$TOPO_RESULTS')\" = 0 ]"
 assert_eq completed "$(exec_field "$id" status)" "the bad status changed nothing"
 
 # A completion without a running status (a handler that finished before it was sent) takes the
-# worker's started_at; one naming an impossible instant is still applied, without it (a cast
-# error would otherwise sink the whole batch).
+# worker's started_at, whatever its offset (the envelope's timestamp and started_at are read by
+# the same parser); one naming an impossible instant is still applied, without it (a cast error
+# would otherwise sink the whole batch).
 direct=$(new_execution "$action")
+offset=$(new_execution "$action")
 bad_time=$(new_execution "$action")
-wait_until 10 "[ \"\$(exec_field $direct status)\" = scheduled ] && [ \"\$(exec_field $bad_time status)\" = scheduled ]"
+wait_until 10 "[ \"\$(exec_field $direct status)\" = scheduled ] && [ \"\$(exec_field $offset status)\" = scheduled ] && [ \"\$(exec_field $bad_time status)\" = scheduled ]"
 completion() { # ID STARTED_AT
     publish "$TOPO_EXCHANGE" "execution.completed.$w" "$(envelope ExecutionCompleted "$(jq -cn \
         --argjson id "$1" --arg w "$w" --arg s "$2" \
         '{execution_id: $id, worker_id: $w, attempt: 1, status: "completed", result: {}, started_at: $s}')" 1)"
 }
 completion "$direct" "2026-01-02T03:04:05.678Z"
+completion "$offset" "2026-01-02T05:04:05.678901+02:00"
 completion "$bad_time" "2026-02-30T25:61:00Z"
-wait_until 10 "[ \"\$(exec_field $direct status)\" = completed ] && [ \"\$(exec_field $bad_time status)\" = completed ]"
+wait_until 10 "[ \"\$(exec_field $direct status)\" = completed ] && [ \"\$(exec_field $offset status)\" = completed ] && [ \"\$(exec_field $bad_time status)\" = completed ]"
 assert_eq "2026-01-02 03:04:05.678" "$(exec_field "$direct" "to_char(started_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')")" \
     "started_at from the completion"
+assert_eq "2026-01-02 03:04:05.678901" "$(exec_field "$offset" "to_char(started_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')")" \
+    "started_at with an offset, to the microsecond"
 assert_eq "t" "$(exec_field "$bad_time" "started_at is null")" "impossible started_at ignored"
 
 # A failure carries its error.
@@ -67,6 +72,15 @@ report "$w" "$failed" 1 running
 report "$w" "$failed" 1 failed '{"exit_code": 3}' 'handler exited with status 3'
 wait_until 10 "[ \"\$(exec_field $failed status)\" = failed ]"
 assert_eq '{"exit_code": 3}|handler exited with status 3' "$(exec_field "$failed" "result, error")" "failed row"
+
+# A completion without a status has failed when it carries an error; an error of null is none,
+# as a null is the same as an absent field everywhere else.
+nullerr=$(new_execution "$action")
+wait_until 10 "[ \"\$(exec_field $nullerr status)\" = scheduled ]"
+publish "$TOPO_EXCHANGE" "execution.completed.$w" "$(envelope ExecutionCompleted "$(jq -cn \
+    --argjson id "$nullerr" --arg w "$w" '{execution_id: $id, worker_id: $w, attempt: 1, result: {}, error: null}')" 1)"
+wait_until 10 "[ \"\$(exec_field $nullerr status)\" = completed ]"
+assert_eq "{}|" "$(exec_field "$nullerr" "result, error")" "completed row, no error"
 
 # Attempt fence: the row is dispatched again (attempt 2); attempt 1's completion arrives late.
 stale=$(new_execution "$action")
@@ -92,7 +106,7 @@ assert_eq 'completed|{"text": "déjà vu", "answer": 42}' "$(exec_field "$id" "s
 
 exec_stop "$EXEC_PID" ex
 assert_eq 4 "$(stat_of "$EXEC_STATS" results_stale)" "stale results counted"
-assert_eq 9 "$(stat_of "$EXEC_STATS" results_applied)" "results applied"
+assert_eq 11 "$(stat_of "$EXEC_STATS" results_applied)" "results applied"
 
 # Several messages for one execution in one batch apply in order: queue them while no executor
 # runs, so the next one drains them together.

@@ -171,6 +171,19 @@ static void test_result_empty(void **state)
     assert_null(result("", false, false));
 }
 
+static void test_error_text_is_utf8(void **state)
+{
+    char dst[8];
+    capture_error_text("bad \xFF", dst, sizeof dst); /* 4 + 3 bytes: fits exactly */
+    assert_string_equal(dst, "bad \xEF\xBF\xBD");
+    capture_error_text("ab\xE2\x82", dst, sizeof dst); /* a euro sign the module's snprintf cut */
+    assert_string_equal(dst, "ab");
+    capture_error_text("abcdef\xC3\xA9", dst, sizeof dst); /* é would not fit whole */
+    assert_string_equal(dst, "abcdef");
+    capture_error_text("", dst, sizeof dst);
+    assert_string_equal(dst, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -186,6 +199,7 @@ int main(void)
         cmocka_unit_test(test_result_truncated_is_text),
         cmocka_unit_test(test_result_invalid_utf8_json_is_wrapped),
         cmocka_unit_test(test_result_empty),
+        cmocka_unit_test(test_error_text_is_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -80,6 +80,7 @@ static void test_statuses(void **state)
     assert_false(cli_status_terminal("bogus"));
     assert_string_equal(cli_status_list(), "requested, scheduling, scheduled, running, canceling, "
                                            "completed, failed, cancelled, timeout, abandoned");
+    assert_string_equal(cli_status_final_list(), "completed, failed, cancelled, timeout, abandoned");
 }
 
 static void test_durations(void **state)

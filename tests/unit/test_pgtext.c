@@ -1,4 +1,4 @@
-/* Text for PostgreSQL: cleaning untrusted bytes, bytea hex, array literals. */
+/* Text for PostgreSQL: bytea hex and array literals. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,33 +7,6 @@
 #include <string.h>
 #include <cmocka.h>
 #include "executor/pgtext.h"
-
-static void clean_keeps_valid_text(void **state)
-{
-    (void)state;
-    const char *s = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
-    assert_true(pgtext_is_clean(s, strlen(s)));
-    char *c = pgtext_clean(s, strlen(s));
-    assert_string_equal(c, s);
-    free(c);
-}
-
-static void clean_replaces_bad_bytes_and_nul(void **state)
-{
-    (void)state;
-    const char in[] = {'a', '\0', 'b', (char)0xff, (char)0xc3, '(', (char)0xe2, (char)0x82};
-    assert_false(pgtext_is_clean(in, sizeof in));
-    char *c = pgtext_clean(in, sizeof in);
-    /* NUL, 0xff, the lone lead byte 0xc3 and the truncated 3-byte sequence each become U+FFFD. */
-    assert_string_equal(c, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd");
-    assert_true(pgtext_is_clean(c, strlen(c)));
-    free(c);
-    /* Overlong and surrogate encodings are not text either. */
-    const char overlong[] = {(char)0xc0, (char)0xaf};
-    const char surrogate[] = {(char)0xed, (char)0xa0, (char)0x80};
-    assert_false(pgtext_is_clean(overlong, 2));
-    assert_false(pgtext_is_clean(surrogate, 3));
-}
 
 static void bytea_hex(void **state)
 {
@@ -89,8 +62,6 @@ static void array_literals_grow(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(clean_keeps_valid_text),
-        cmocka_unit_test(clean_replaces_bad_bytes_and_nul),
         cmocka_unit_test(bytea_hex),
         cmocka_unit_test(array_literals_quote_and_escape),
         cmocka_unit_test(array_literals_grow),

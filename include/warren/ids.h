@@ -1,0 +1,31 @@
+/*
+ * The rules for names that cross module and process boundaries, in one place: worker ids (they
+ * become queue names and routing keys), action refs (they name files in the handlers directory)
+ * and execution ids written as text. Topology, envelope, worker, executor and CLI all use these.
+ */
+#ifndef WARREN_IDS_H
+#define WARREN_IDS_H
+
+#include "warren/common.h"
+
+/* Worker ids: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}, with no ".." and no trailing "." (no empty
+ * routing-key words). The workers table checks the character set too (schema 001). */
+#define WORKER_ID_MAX 64
+bool ids_worker_valid(const char *id);
+/* The worker id rule in words, for error messages. */
+#define IDS_WORKER_RULE                                                                         \
+    "use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, with no "  \
+    "'..' and no trailing '.'"
+
+/* Action refs: 1 to 255 of [A-Za-z0-9._-], not starting with '.': a ref can name a file in the
+ * handlers directory and nothing outside it. executions.action_ref holds up to 255 bytes. */
+#define ACTION_REF_MAX 255
+bool ids_action_ref_valid(const char *ref);
+#define IDS_ACTION_REF_RULE "use 1 to 255 letters, digits, '.', '_' or '-', not starting with '.'"
+
+/* An execution id written as text (peers that send ids as JSON strings): the NUL-terminated s
+ * of len bytes must be 1 to 18 digits, no sign, spaces or leading zero, so an id has exactly
+ * one spelling. -1 for anything else (also a NUL within len). */
+int ids_execution_id_parse(const char *s, size_t len, int64_t *out) WARN_UNUSED;
+
+#endif

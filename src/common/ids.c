@@ -1,0 +1,38 @@
+/* Worker ids, action refs and execution ids as text: the rules (see warren/ids.h). */
+#include <stdlib.h>
+#include <string.h>
+#include "warren/ids.h"
+
+#define ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+/*
+ * A worker id is spliced into a queue name and into a topic routing key. '.' separates
+ * routing-key words; that is harmless because the binding is the exact key, but empty
+ * words (a trailing '.' or "..") make keys that read like mistakes, and '*' or '#' would
+ * turn a key into a wildcard pattern. The character set keeps all of those out, plus
+ * spaces, '/' (a URL path separator in the management API) and non-ASCII.
+ */
+bool ids_worker_valid(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+    if (n == 0 || n > WORKER_ID_MAX || strspn(id, ALNUM "_.-") != n)
+        return false;
+    return strchr("_.-", id[0]) == NULL && id[n - 1] != '.' && strstr(id, "..") == NULL;
+}
+
+bool ids_action_ref_valid(const char *ref)
+{
+    size_t n = ref ? strlen(ref) : 0;
+    if (n == 0 || n > ACTION_REF_MAX || ref[0] == '.')
+        return false;
+    return strspn(ref, ALNUM "._-") == n;
+}
+
+int ids_execution_id_parse(const char *s, size_t len, int64_t *out)
+{
+    /* 18 digits always fit an int64_t; the ids a database hands out are far smaller. */
+    if (len == 0 || len > 18 || s[0] == '0' || strspn(s, "0123456789") != len)
+        return -1;
+    *out = strtoll(s, NULL, 10);
+    return 0;
+}

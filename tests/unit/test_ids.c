@@ -1,0 +1,76 @@
+/* The identifier rules: worker ids, action refs, execution ids as text. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <string.h>
+#include "warren/ids.h"
+
+static void test_worker_ids(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"w", "7", "worker-1", "node_1.eu-west", "A.b.C", "a-", "a_",
+                                     "0123456789012345678901234567890123456789012345678901234567890123"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (!ids_worker_valid(ok[i]))
+            fail_msg("'%s' refused", ok[i]);
+    static const char *const bad[] = {
+        "", "-w", "_w", ".w", "w.", "a..b", "w*", "w#", "*", "#", "w/x", "w x", "w\tx", "w:1",
+        "w%2F", "caf\xc3\xa9", "w\n",
+        "01234567890123456789012345678901234567890123456789012345678901234", /* 65 */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (ids_worker_valid(bad[i]))
+            fail_msg("'%s' accepted", bad[i]);
+    assert_false(ids_worker_valid(NULL));
+}
+
+static void test_action_refs(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"core.echo", "my-pack.do_it.v2", "a", "_x", "-x", "a..b"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (!ids_action_ref_valid(ok[i]))
+            fail_msg("'%s' refused", ok[i]);
+    static const char *const bad[] = {"", ".hidden", "..", "../bin/sh", "a/b", "echo;rm",
+                                      "echo x", "$(id)", "caf\xC3\xA9", "a\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (ids_action_ref_valid(bad[i]))
+            fail_msg("'%s' accepted", bad[i]);
+    assert_false(ids_action_ref_valid(NULL));
+    char longref[ACTION_REF_MAX + 2];
+    memset(longref, 'a', sizeof longref - 1);
+    longref[sizeof longref - 1] = '\0';
+    assert_false(ids_action_ref_valid(longref)); /* 256 */
+    longref[ACTION_REF_MAX] = '\0';
+    assert_true(ids_action_ref_valid(longref)); /* 255 */
+}
+
+static void test_execution_id_text(void **state)
+{
+    (void)state;
+    int64_t id = 0;
+    assert_int_equal(ids_execution_id_parse("42", 2, &id), 0);
+    assert_int_equal(id, 42);
+    assert_int_equal(ids_execution_id_parse("999999999999999999", 18, &id), 0);
+    assert_int_equal(id, INT64_C(999999999999999999));
+    static const char *const bad[] = {"", "0", "042", "-1", "+1", " 1", "1 ", "1a", "4.5",
+                                      "1e3", "9999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        id = 7;
+        if (ids_execution_id_parse(bad[i], strlen(bad[i]), &id) == 0)
+            fail_msg("'%s' accepted", bad[i]);
+        assert_int_equal(id, 7);
+    }
+    assert_int_equal(ids_execution_id_parse("12\0" "3", 4, &id), -1); /* a NUL inside */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_worker_ids),
+        cmocka_unit_test(test_action_refs),
+        cmocka_unit_test(test_execution_id_text),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
