@@ -6,6 +6,7 @@
 #ifndef WARREN_CONFIG_H
 #define WARREN_CONFIG_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include "warren/common.h"
 
@@ -22,7 +23,7 @@ typedef struct warren_config {
         int queue_type;                  /* queue_type_t */
         int connect_timeout_ms;
         int publish_timeout_ms;          /* bound on every publish + confirm */
-        struct { bool enabled; char *exchange; char *queue; int ttl_ms; } dead_letter;
+        struct { bool enabled; char *exchange; char *queue; int64_t ttl_ms; } dead_letter;
         struct { char *executions; } exchanges;
         struct { char *results; char *heartbeats; } queues;
     } rabbitmq;                          /* key prefix: message_queue.rabbitmq */
