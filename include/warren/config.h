@@ -67,7 +67,17 @@ cfg_source_t cfg_source(const warren_config_t *cfg, const char *key);
 void cfg_print(const warren_config_t *cfg, FILE *out);
 /* Write docs/configuration.md (Markdown) generated from the table. */
 void cfg_write_docs(FILE *out);
-/* Mask the password in a URL: "amqp://u:secret@h" -> "amqp://u:****@h". Returns malloc'd text. */
+/*
+ * Mask every password in a connection string: the user:secret@ of any scheme://, password and
+ * sslpassword query parameters, and password=... of a libpq "key=value" string. It masks too
+ * much rather than too little when the text is malformed. Returns malloc'd text (NULL: no memory).
+ */
 char *cfg_mask_url(const char *url);
+/*
+ * A library's error message about `url` made safe to show: the URL itself is masked, and so
+ * is every double-quoted fragment of it that masking would hide (libpq quotes the piece it
+ * could not parse, which may be part of the password). Returns malloc'd text.
+ */
+char *cfg_mask_message(const char *msg, const char *url);
 
 #endif

@@ -458,18 +458,168 @@ cfg_source_t cfg_source(const warren_config_t *cfg, const char *key)
     return find_key(key, &idx) ? (cfg_source_t)cfg->source[idx] : CFG_SRC_DEFAULT;
 }
 
+/* True for a parameter name that carries a secret: password, sslpassword, passwd, ... Percent
+ * escapes are decoded first, since libpq decodes them too. */
+static bool secret_name(const char *k, size_t n)
+{
+    char name[64];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m + 1 >= sizeof name)
+            return true; /* an absurdly long name: mask rather than guess */
+        if (k[i] == '%' && i + 2 < n && isxdigit((unsigned char)k[i + 1]) &&
+            isxdigit((unsigned char)k[i + 2])) {
+            char hex[3] = {k[i + 1], k[i + 2], '\0'};
+            name[m++] = (char)strtol(hex, NULL, 16);
+            i += 2;
+        } else {
+            name[m++] = (char)tolower((unsigned char)k[i]);
+        }
+    }
+    name[m] = '\0';
+    return strstr(name, "pass") || strstr(name, "secret") || strstr(name, "token");
+}
+
+/* Copy the URL query at q ("?a=1&password=x#f"), masking the values of secret parameters. */
+static size_t mask_query(const char *q, char *out)
+{
+    size_t o = 0;
+    while (*q && *q != '#') {
+        size_t n = strcspn(q, "&;#");
+        const char *eq = memchr(q, '=', n);
+        if (eq && secret_name(q, (size_t)(eq - q))) {
+            size_t head = (size_t)(eq + 1 - q);
+            memcpy(out + o, q, head);
+            memcpy(out + o + head, "****", 4);
+            o += head + 4;
+        } else {
+            memcpy(out + o, q, n);
+            o += n;
+        }
+        q += n;
+        if (*q == '&' || *q == ';')
+            out[o++] = *q++;
+    }
+    strcpy(out + o, q);
+    return o + strlen(q);
+}
+
+/* libpq "key=value key='quoted value'" text, masking the values of secret keywords. */
+static void mask_conninfo(const char *s, char *out)
+{
+    size_t o = 0;
+    while (*s) {
+        size_t sp = strspn(s, " \t\r\n");
+        memcpy(out + o, s, sp);
+        o += sp;
+        s += sp;
+        size_t kn = strcspn(s, "= \t\r\n");
+        const char *v = s + kn + strspn(s + kn, " \t\r\n");
+        if (*v != '=') { /* not key=value: copy the word */
+            memcpy(out + o, s, kn);
+            o += kn;
+            s += kn;
+            continue;
+        }
+        v++;
+        v += strspn(v, " \t\r\n");
+        /* A value ends at an unescaped closing quote, or unquoted at unescaped whitespace. */
+        bool quoted = *v == '\'';
+        const char *end = v + quoted;
+        while (*end && (quoted ? *end != '\'' : !strchr(" \t\r\n", *end)))
+            end += *end == '\\' && end[1] ? 2 : 1;
+        end += quoted && *end == '\'';
+        bool secret = secret_name(s, kn);
+        size_t head = (size_t)((secret ? v : end) - s);
+        memcpy(out + o, s, head);
+        o += head;
+        if (secret) {
+            memcpy(out + o, "****", 4);
+            o += 4;
+        }
+        s = end;
+    }
+    out[o] = '\0';
+}
+
 char *cfg_mask_url(const char *url)
 {
+    /* Every masked piece turns into 4 characters, and pieces are at least 1 apart. */
+    size_t len = strlen(url);
+    char *out = malloc(5 * len + 16);
+    if (!out)
+        return NULL;
     const char *scheme = strstr(url, "://");
-    const char *at = strrchr(url, '@');
-    const char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
-    if (!scheme || !at || !colon || colon > at)
-        return strdup(url);
-    size_t head = (size_t)(colon + 1 - url);
-    size_t len = head + 4 + strlen(at) + 1;
-    char *out = malloc(len);
-    if (out)
-        snprintf(out, len, "%.*s****%s", (int)head, url, at);
+    if (!scheme || scheme == url || strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                "0123456789+.-") != (size_t)(scheme - url)) {
+        mask_conninfo(url, out);
+        return out;
+    }
+    /* The user information ends at the last '@' before the path. Without one there, at the
+     * last '@' anywhere: a password with a raw '/', '?' or '#' is malformed but must not escape
+     * (this masks too much when only the path or query has an '@'). Its ':' starts the password. */
+    const char *auth = scheme + 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = memrchr(auth, '@', alen);
+    if (!at)
+        at = strrchr(auth, '@');
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *rest = url;
+    size_t o = 0;
+    if (colon && !memchr(auth, '/', (size_t)(colon - auth))) {
+        o = (size_t)(colon + 1 - url);
+        memcpy(out, url, o);
+        memcpy(out + o, "****", 4);
+        o += 4;
+        rest = at;
+    }
+    const char *q = strchr(rest, '?');
+    size_t head = q ? (size_t)(q - rest) : strlen(rest);
+    memcpy(out + o, rest, head);
+    o += head;
+    if (q)
+        o += mask_query(q, out + o);
+    out[o] = '\0';
+    return out;
+}
+
+char *cfg_mask_message(const char *msg, const char *url)
+{
+    char *masked = url && *url ? cfg_mask_url(url) : NULL;
+    size_t ulen = masked ? strlen(url) : 0, mlen = masked ? strlen(masked) : 0;
+    /* Quoted fragments at most double; each copy of the URL becomes its masked form. */
+    size_t len = strlen(msg), cap = 2 * len + 16 + (ulen ? (len / ulen + 1) * mlen : 0);
+    char *out = malloc(cap);
+    if (!out || (url && *url && !masked)) {
+        free(out);
+        free(masked);
+        return NULL;
+    }
+    size_t o = 0;
+    for (const char *p = msg; *p;) {
+        if (masked && !strncmp(p, url, ulen)) {
+            memcpy(out + o, masked, mlen);
+            o += mlen;
+            p += ulen;
+            continue;
+        }
+        const char *close = *p == '"' ? strchr(p + 1, '"') : NULL;
+        if (masked && close && close > p + 1) {
+            size_t n = (size_t)(close - p - 1);
+            char *frag = strndup(p + 1, n);
+            bool hide = frag && strstr(url, frag) && !strstr(masked, frag);
+            free(frag);
+            if (hide) {
+                memcpy(out + o, "\"****\"", 6);
+                o += 6;
+                p = close + 1;
+                continue;
+            }
+        }
+        out[o++] = *p++;
+    }
+    out[o] = '\0';
+    free(masked);
     return out;
 }
 
@@ -481,8 +631,8 @@ static char *value_text(const warren_config_t *cfg, const cfg_key_t *k, bool mas
     switch (k->type) {
     case CT_STRING: {
         const char *s = *(char *const *)p ? *(char *const *)p : "";
-        if (mask && k->secret)
-            return strstr(s, "://") ? cfg_mask_url(s) : strdup(*s ? "****" : "");
+        if (mask && k->secret) /* a URL or key=value string shows all but its passwords */
+            return strstr(s, "://") || strchr(s, '=') ? cfg_mask_url(s) : strdup(*s ? "****" : "");
         return strdup(s);
     }
     case CT_INT: snprintf(buf, sizeof buf, "%lld", get_int(cfg, k)); return strdup(buf);
@@ -523,7 +673,7 @@ void cfg_write_docs(FILE *out)
                  "An unknown key, a wrong type, a value out of bounds or a malformed file is an error "
                  "(exit 2)\nthat names the file, line and key; integers are read in 64 bits, so one too "
                  "large is refused,\nnever wrapped. `@include` is not supported. `warren config check` "
-                 "prints the effective values,\nsecrets masked, with where each came from "
+                 "prints the effective values,\nevery password masked, with where each came from "
                  "(default, file or env).\n"
                  "Changing any key needs a restart.\n\n"
                  "| key | type | default | bounds / values | environment | description |\n"

@@ -40,6 +40,12 @@ expect_exit2 'executor = { batch_size = 99999999999; };\n' "executor.batch_size:
 WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__TTL_MS=2592000000 "$bin" config check > "$tmp/out"
 grep -q '^message_queue.rabbitmq.dead_letter.ttl_ms *= 2592000000 ' "$tmp/out" || fail "ttl_ms above INT_MAX"
 
+# Every form of password is masked.
+WARREN__DATABASE__URL='postgresql://u:hunter1@h/db?sslmode=disable&password=hunter2' \
+    WARREN__MESSAGE_QUEUE__RABBITMQ__URL='amqps://app:hunter3@mq/%2f' "$bin" config check > "$tmp/out"
+! grep -q hunter "$tmp/out" || fail "a password shown by config check: $(grep hunter "$tmp/out")"
+grep -qF '"postgresql://u:****@h/db?sslmode=disable&password=****"' "$tmp/out" || fail "database URL masking"
+grep -qF '"amqps://app:****@mq/%2f"' "$tmp/out" || fail "amqps URL masking"
 set +e; WARREN__LOG__LEVL=info "$bin" config check 2> "$tmp/err"; rc=$?; set -e
 [ "$rc" = 2 ] && grep -q 'WARREN__LOG__LEVL: unknown key' "$tmp/err" || fail "unknown env key: rc=$rc"
 set +e; "$bin" config bogus 2>/dev/null; rc=$?; set -e

@@ -230,14 +230,63 @@ static void test_bad_env(void **state)
     expect_env_error("WARREN__WORKER__ACTION_TIMEOUTS", "core.sleep=60,oops", "'oops' is not action=seconds");
 }
 
+static void expect_mask(const char *in, const char *want)
+{
+    char *m = cfg_mask_url(in);
+    assert_non_null(m);
+    if (strcmp(m, want))
+        fail_msg("cfg_mask_url(\"%s\") = \"%s\", want \"%s\"", in, m, want);
+    free(m);
+}
+
 static void test_mask_url(void **state)
 {
     (void)state;
-    char *m = cfg_mask_url("amqp://guest:secret@127.0.0.1:5672/%2f");
-    assert_string_equal(m, "amqp://guest:****@127.0.0.1:5672/%2f");
+    expect_mask("amqp://guest:secret@127.0.0.1:5672/%2f", "amqp://guest:****@127.0.0.1:5672/%2f");
+    expect_mask("postgresql://postgres@127.0.0.1:5432/warren", "postgresql://postgres@127.0.0.1:5432/warren");
+    expect_mask("amqps://u:s@h/v", "amqps://u:****@h/v");
+    expect_mask("http://admin:pw@127.0.0.1:15672", "http://admin:****@127.0.0.1:15672");
+    expect_mask("https://admin:pw@h/api", "https://admin:****@h/api");
+    expect_mask("postgres://u@h:5432/db?password=hunter2&sslmode=disable",
+                "postgres://u@h:5432/db?password=****&sslmode=disable");
+    expect_mask("postgresql://u:a@h/db?sslpassword=k1&application_name=x&PassWord=z#frag",
+                "postgresql://u:****@h/db?sslpassword=****&application_name=x&PassWord=****#frag");
+    /* libpq decodes parameter names: %70assword is password */
+    expect_mask("postgresql://h/db?%70assword=hunter2", "postgresql://h/db?%70assword=****");
+    /* malformed passwords with raw delimiters must not escape */
+    expect_mask("amqp://u:pa/ss@h:5672/%2f", "amqp://u:****@h:5672/%2f");
+    expect_mask("amqp://u:p?ss#x@h/v", "amqp://u:****@h/v");
+    expect_mask("amqp://u:p@ss@h/v", "amqp://u:****@h/v");
+    expect_mask("postgresql://u:pw@h/db?application_name=a@b", "postgresql://u:****@h/db?application_name=a@b");
+    /* no password: nothing to hide */
+    expect_mask("amqp://h:5672/v", "amqp://h:5672/v");
+    expect_mask("", "");
+    /* libpq key=value strings */
+    expect_mask("host=h password=hunter2 dbname=w", "host=h password=**** dbname=w");
+    expect_mask("password = 'a b\\' c' user=u", "password = **** user=u");
+    expect_mask("password=a\\ b user=u", "password=**** user=u");
+}
+
+static void test_mask_message(void **state)
+{
+    (void)state;
+    /* libpq quotes the part of a URL it could not parse, which may be the password */
+    char *m = cfg_mask_message("invalid percent-encoded token: \"se%zzcret\"",
+                               "postgresql://u:se%zzcret@127.0.0.1:1/db");
+    assert_string_equal(m, "invalid percent-encoded token: \"****\"");
     free(m);
-    m = cfg_mask_url("postgresql://postgres@127.0.0.1:5432/warren");
-    assert_string_equal(m, "postgresql://postgres@127.0.0.1:5432/warren");
+    m = cfg_mask_message("invalid integer value \"sec\" for connection option \"port\"",
+                         "postgresql://u:sec/ret@127.0.0.1:1/db");
+    assert_string_equal(m, "invalid integer value \"****\" for connection option \"port\"");
+    free(m);
+    /* quoted text that is not secret stays */
+    m = cfg_mask_message("connection to server at \"127.0.0.1\", port 1 failed: role \"bob\"",
+                         "postgresql://u:pw@127.0.0.1:1/db");
+    assert_string_equal(m, "connection to server at \"127.0.0.1\", port 1 failed: role \"bob\"");
+    free(m);
+    /* the URL itself, anywhere */
+    m = cfg_mask_message("cannot use amqp://u:pw@h/v here", "amqp://u:pw@h/v");
+    assert_string_equal(m, "cannot use amqp://u:****@h/v here");
     free(m);
 }
 
@@ -474,6 +523,7 @@ int main(void)
         cmocka_unit_test_setup(test_unreadable_file, clear_env),
         cmocka_unit_test_setup(test_bad_env, clear_env),
         cmocka_unit_test_setup(test_mask_url, clear_env),
+        cmocka_unit_test_setup(test_mask_message, clear_env),
         cmocka_unit_test_setup(test_int_keys_bounds, clear_env),
         cmocka_unit_test_setup(test_wide_literals, clear_env),
         cmocka_unit_test_setup(test_config_path_not_a_file, clear_env),
