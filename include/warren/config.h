@@ -6,6 +6,7 @@
 #ifndef WARREN_CONFIG_H
 #define WARREN_CONFIG_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include "warren/common.h"
 
@@ -22,7 +23,7 @@ typedef struct warren_config {
         int queue_type;                  /* queue_type_t */
         int connect_timeout_ms;
         int publish_timeout_ms;          /* bound on every publish + confirm */
-        struct { bool enabled; char *exchange; char *queue; int ttl_ms; } dead_letter;
+        struct { bool enabled; char *exchange; char *queue; int64_t ttl_ms; } dead_letter;
         struct { char *executions; } exchanges;
         struct { char *results; char *heartbeats; } queues;
     } rabbitmq;                          /* key prefix: message_queue.rabbitmq */
@@ -66,7 +67,17 @@ cfg_source_t cfg_source(const warren_config_t *cfg, const char *key);
 void cfg_print(const warren_config_t *cfg, FILE *out);
 /* Write docs/configuration.md (Markdown) generated from the table. */
 void cfg_write_docs(FILE *out);
-/* Mask the password in a URL: "amqp://u:secret@h" -> "amqp://u:****@h". Returns malloc'd text. */
+/*
+ * Mask every password in a connection string: the user:secret@ of any scheme://, password and
+ * sslpassword query parameters, and password=... of a libpq "key=value" string. It masks too
+ * much rather than too little when the text is malformed. Returns malloc'd text (NULL: no memory).
+ */
 char *cfg_mask_url(const char *url);
+/*
+ * A library's error message about `url` made safe to show: the URL itself is masked, and so
+ * is every double-quoted fragment of it that masking would hide (libpq quotes the piece it
+ * could not parse, which may be part of the password). Returns malloc'd text.
+ */
+char *cfg_mask_message(const char *msg, const char *url);
 
 #endif

@@ -21,9 +21,11 @@ static void topology_usage(FILE *out)
             "\n"
             "  -c, --config FILE   configuration file (default $WARREN_CONFIG)\n"
             "  -w, --worker ID     a worker's queue too (repeatable)\n"
-            "  -m, --mgmt-url URL  management API, http://[user:pass@]host:port (default\n"
-            "                      $WARREN_MGMT_URL; credentials default to the AMQP URL's).\n"
-            "                      Without it only existence can be checked.\n"
+            "  -m, --mgmt-url URL  management API, http://host:port (default $WARREN_MGMT_URL).\n"
+            "                      Credentials come from the AMQP URL (message_queue.rabbitmq.url),\n"
+            "                      or from WARREN_MGMT_URL=http://user:pass@host:port; never from\n"
+            "                      the command line, where every local user can read them.\n"
+            "                      Without a management URL only existence can be checked.\n"
             "\n"
             "Exit status: 0 ok, 1 broker failure or drift found, 2 usage or configuration error.\n");
 }
@@ -36,6 +38,23 @@ typedef struct topology_args {
     const char **workers;
     size_t n_workers;
 } topology_args_t;
+
+/* A password on the command line shows in ps and shell history: refused, with where it belongs.
+ * (A warning would come after the password had leaked already.) */
+static bool refuse_password_in_argv(const char *url)
+{
+    char *masked = cfg_mask_url(url);
+    bool secret = !masked || strcmp(masked, url) != 0;
+    if (secret)
+        fprintf(stderr,
+                "warren topology: --mgmt-url %s: a password on the command line is visible to every "
+                "local user (ps) and stays in shell history.\n"
+                "Leave the credentials out to use those of message_queue.rabbitmq.url, or put the "
+                "whole URL in WARREN_MGMT_URL.\n",
+                masked ? masked : "(URL with credentials)");
+    free(masked);
+    return secret;
+}
 
 /* -1 to run, or the exit code when the arguments already decided (help, usage error). */
 static int parse_args(int argc, char **argv, topology_args_t *a)
@@ -59,6 +78,8 @@ static int parse_args(int argc, char **argv, topology_args_t *a)
             }
             a->workers[a->n_workers++] = optarg;
         } else if (ch == 'm') {
+            if (refuse_password_in_argv(optarg))
+                return EXIT_USAGE;
             a->mgmt_url = optarg;
             a->mgmt_option = true;
         } else {

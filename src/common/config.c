@@ -1,10 +1,14 @@
 /* Configuration loading: defaults, then the libconfig file, then WARREN__* environment, all
  * driven by the key table; bad input is an error naming the file, line and key, never a default. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libconfig.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "common/config_table.h"
 #include "warren/config.h"
 
@@ -59,11 +63,22 @@ static int set_string(warren_config_t *cfg, const cfg_key_t *k, const char *valu
     return 0;
 }
 
-static int check_int(const cfg_key_t *k, long long v, char *why, size_t whylen)
+/* Check v against the key's bounds and store it in a field of the key's width. */
+static int set_int(warren_config_t *cfg, const cfg_key_t *k, long long v, char *why, size_t whylen)
 {
     if (v < k->min || v > k->max)
         return fail(why, whylen, "%lld is out of bounds [%lld, %lld]", v, k->min, k->max);
+    if (k->size == sizeof(int64_t))
+        *(int64_t *)field(cfg, k) = v;
+    else
+        *(int *)field(cfg, k) = (int)v;
     return 0;
+}
+
+static long long get_int(const warren_config_t *cfg, const cfg_key_t *k)
+{
+    const void *p = (const char *)cfg + k->offset;
+    return k->size == sizeof(int64_t) ? *(const int64_t *)p : *(const int *)p;
 }
 
 static int enum_index(const cfg_key_t *k, const char *s)
@@ -95,12 +110,11 @@ static int set_from_text(warren_config_t *cfg, const cfg_key_t *k, const char *t
         char *end;
         errno = 0;
         long long v = strtoll(text, &end, 10);
+        if (errno == ERANGE)
+            return fail(why, whylen, "%s does not fit in 64 bits", text);
         if (errno || end == text || *end)
             return fail(why, whylen, "expected an integer, got '%s'", text);
-        if (check_int(k, v, why, whylen))
-            return -1;
-        *(int *)field(cfg, k) = (int)v;
-        return 0;
+        return set_int(cfg, k, v, why, whylen);
     }
     case CT_BOOL: {
         static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
@@ -163,13 +177,8 @@ static int apply_setting(warren_config_t *cfg, const cfg_key_t *k, const config_
     if (!ok)
         return fail(why, whylen, "expected %s, got %s", key_type_name(k->type), setting_type_name(type));
     switch (k->type) {
-    case CT_INT: {
-        long long v = config_setting_get_int64(s);
-        if (check_int(k, v, why, whylen))
-            return -1;
-        *(int *)field(cfg, k) = (int)v;
-        return 0;
-    }
+    case CT_INT:
+        return set_int(cfg, k, config_setting_get_int64(s), why, whylen);
     case CT_BOOL:
         *(bool *)field(cfg, k) = config_setting_get_bool(s);
         return 0;
@@ -210,15 +219,176 @@ static int apply_group(warren_config_t *cfg, const config_setting_t *group, cons
     return 0;
 }
 
+#define CFG_FILE_MAX (1 << 20)
+
+/* 1-based line of position p in text. */
+static int line_at(const char *text, const char *p)
+{
+    int line = 1;
+    for (; text < p; text++)
+        line += *text == '\n';
+    return line;
+}
+
+/* Characters that continue a setting name or a number in libconfig's grammar. */
+static bool word_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '-' || c == '*' || c == '.';
+}
+
+/* Length of the number at p: sign, digits, letters (hex digits, suffix, exponent), dots. */
+static size_t number_len(const char *p)
+{
+    size_t n = *p == '-' || *p == '+';
+    while (isalnum((unsigned char)p[n]) || p[n] == '.' ||
+           ((p[n] == '-' || p[n] == '+') && (p[n - 1] == 'e' || p[n - 1] == 'E')))
+        n++;
+    return n;
+}
+
+/* 1 when p[0..n) is an integer literal without a suffix, 0 when it is something else (a float,
+ * a suffixed or malformed number), -1 when it is an integer beyond 64 bits. */
+static int plain_integer(const char *p, size_t n)
+{
+    bool hex = n > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
+    size_t start = hex ? 2 : (size_t)(*p == '-' || *p == '+');
+    const char *digits = hex ? "0123456789abcdefABCDEF" : "0123456789";
+    if (n == start)
+        return 0;
+    for (size_t j = start; j < n; j++)
+        if (!strchr(digits, p[j]))
+            return 0;
+    char lit[80];
+    if (n >= sizeof lit)
+        return -1;
+    memcpy(lit, p, n);
+    lit[n] = '\0';
+    errno = 0;
+    if (hex) {
+        unsigned long long u = strtoull(lit + 2, NULL, 16);
+        return errno == ERANGE || u > INT64_MAX ? -1 : 1;
+    }
+    (void)strtoll(lit, NULL, 10);
+    return errno == ERANGE ? -1 : 1;
+}
+
+/*
+ * libconfig 1.5 reads an integer literal without an L suffix into an int, wrapping silently at
+ * 2^31 (batch_size = 4294967396 becomes 100). Here every integer literal gets the suffix, so the
+ * library keeps all 64 bits and the bounds check sees the value as written; one beyond 64 bits
+ * is an error. Strings and comments are copied as they are, and lines do not move, so libconfig's
+ * line numbers stay right. @include is refused: the included file would escape this.
+ * Returns malloc'd text, or NULL with the problem in err.
+ */
+static char *widen_integers(const char *in, size_t len, const char *file, char *err, size_t errlen)
+{
+    char *out = malloc(2 * len + 1);
+    if (!out) {
+        fail(err, errlen, "%s: out of memory", file);
+        return NULL;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        const char *p = in + i;
+        size_t n = 1;
+        if (*p == '"') {
+            while (i + n < len && p[n] != '"')
+                n += p[n] == '\\' && i + n + 1 < len ? 2 : 1;
+            n += i + n < len;
+        } else if (*p == '#' || (*p == '/' && p[1] == '/')) {
+            n = strcspn(p, "\n");
+        } else if (*p == '/' && p[1] == '*') {
+            const char *end = strstr(p + 2, "*/");
+            n = end ? (size_t)(end + 2 - p) : len - i;
+        } else if (!strncmp(p, "@include", 8)) {
+            fail(err, errlen, "%s:%d: @include is not supported: keep the configuration in one file",
+                 file, line_at(in, p));
+            free(out);
+            return NULL;
+        } else if ((isdigit((unsigned char)*p) ||
+                    ((*p == '-' || *p == '+') && isdigit((unsigned char)p[1]))) &&
+                   (i == 0 || !word_char(p[-1]))) {
+            n = number_len(p);
+            int kind = plain_integer(p, n);
+            if (kind < 0) {
+                fail(err, errlen, "%s:%d: %.*s does not fit in 64 bits", file, line_at(in, p),
+                     (int)(n > 40 ? 40 : n), p);
+                free(out);
+                return NULL;
+            }
+            memcpy(out + o, p, n);
+            o += n;
+            if (kind == 1)
+                out[o++] = 'L';
+            i += n;
+            continue;
+        }
+        memcpy(out + o, p, n);
+        o += n;
+        i += n;
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* The whole file as a C string; NULL with the problem in err (named by file, as every error). */
+static char *read_text(const char *file, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fail(err, errlen, "%s: cannot read: %s", file, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        fail(err, errlen, "%s: is a directory, not a configuration file", file);
+        return NULL;
+    }
+    char *buf = malloc(CFG_FILE_MAX + 1);
+    size_t n = 0;
+    ssize_t r = 1;
+    while (buf && n <= CFG_FILE_MAX && (r = read(fd, buf + n, CFG_FILE_MAX + 1 - n)) > 0)
+        n += (size_t)r;
+    int read_errno = errno;
+    close(fd);
+    if (!buf || r < 0 || n > CFG_FILE_MAX) {
+        if (!buf)
+            fail(err, errlen, "%s: out of memory", file);
+        else if (r < 0)
+            fail(err, errlen, "%s: cannot read: %s", file, strerror(read_errno));
+        else
+            fail(err, errlen, "%s: larger than %d bytes; not a configuration file", file, CFG_FILE_MAX);
+        free(buf);
+        return NULL;
+    }
+    const char *nul = memchr(buf, '\0', n);
+    if (nul) {
+        fail(err, errlen, "%s:%d: NUL byte; not a text file", file, line_at(buf, nul));
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
 static int load_file(warren_config_t *cfg, const char *file, char *err, size_t errlen)
 {
-    FILE *f = fopen(file, "r");
-    if (!f)
-        return fail(err, errlen, "%s: cannot read: %s", file, strerror(errno));
+    size_t len;
+    char *raw = read_text(file, &len, err, errlen);
+    if (!raw)
+        return -1;
+    char *text = widen_integers(raw, len, file, err, errlen);
+    free(raw);
+    if (!text)
+        return -1;
     config_t lc;
     config_init(&lc);
-    int rc = config_read(&lc, f);
-    fclose(f);
+    int rc = config_read_string(&lc, text);
+    free(text);
     if (rc != CONFIG_TRUE) {
         fail(err, errlen, "%s:%d: malformed file: %s", file, config_error_line(&lc),
              config_error_text(&lc));
@@ -288,18 +458,168 @@ cfg_source_t cfg_source(const warren_config_t *cfg, const char *key)
     return find_key(key, &idx) ? (cfg_source_t)cfg->source[idx] : CFG_SRC_DEFAULT;
 }
 
+/* True for a parameter name that carries a secret: password, sslpassword, passwd, ... Percent
+ * escapes are decoded first, since libpq decodes them too. */
+static bool secret_name(const char *k, size_t n)
+{
+    char name[64];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m + 1 >= sizeof name)
+            return true; /* an absurdly long name: mask rather than guess */
+        if (k[i] == '%' && i + 2 < n && isxdigit((unsigned char)k[i + 1]) &&
+            isxdigit((unsigned char)k[i + 2])) {
+            char hex[3] = {k[i + 1], k[i + 2], '\0'};
+            name[m++] = (char)strtol(hex, NULL, 16);
+            i += 2;
+        } else {
+            name[m++] = (char)tolower((unsigned char)k[i]);
+        }
+    }
+    name[m] = '\0';
+    return strstr(name, "pass") || strstr(name, "secret") || strstr(name, "token");
+}
+
+/* Copy the URL query at q ("?a=1&password=x#f"), masking the values of secret parameters. */
+static size_t mask_query(const char *q, char *out)
+{
+    size_t o = 0;
+    while (*q && *q != '#') {
+        size_t n = strcspn(q, "&;#");
+        const char *eq = memchr(q, '=', n);
+        if (eq && secret_name(q, (size_t)(eq - q))) {
+            size_t head = (size_t)(eq + 1 - q);
+            memcpy(out + o, q, head);
+            memcpy(out + o + head, "****", 4);
+            o += head + 4;
+        } else {
+            memcpy(out + o, q, n);
+            o += n;
+        }
+        q += n;
+        if (*q == '&' || *q == ';')
+            out[o++] = *q++;
+    }
+    strcpy(out + o, q);
+    return o + strlen(q);
+}
+
+/* libpq "key=value key='quoted value'" text, masking the values of secret keywords. */
+static void mask_conninfo(const char *s, char *out)
+{
+    size_t o = 0;
+    while (*s) {
+        size_t sp = strspn(s, " \t\r\n");
+        memcpy(out + o, s, sp);
+        o += sp;
+        s += sp;
+        size_t kn = strcspn(s, "= \t\r\n");
+        const char *v = s + kn + strspn(s + kn, " \t\r\n");
+        if (*v != '=') { /* not key=value: copy the word */
+            memcpy(out + o, s, kn);
+            o += kn;
+            s += kn;
+            continue;
+        }
+        v++;
+        v += strspn(v, " \t\r\n");
+        /* A value ends at an unescaped closing quote, or unquoted at unescaped whitespace. */
+        bool quoted = *v == '\'';
+        const char *end = v + quoted;
+        while (*end && (quoted ? *end != '\'' : !strchr(" \t\r\n", *end)))
+            end += *end == '\\' && end[1] ? 2 : 1;
+        end += quoted && *end == '\'';
+        bool secret = secret_name(s, kn);
+        size_t head = (size_t)((secret ? v : end) - s);
+        memcpy(out + o, s, head);
+        o += head;
+        if (secret) {
+            memcpy(out + o, "****", 4);
+            o += 4;
+        }
+        s = end;
+    }
+    out[o] = '\0';
+}
+
 char *cfg_mask_url(const char *url)
 {
+    /* Every masked piece turns into 4 characters, and pieces are at least 1 apart. */
+    size_t len = strlen(url);
+    char *out = malloc(5 * len + 16);
+    if (!out)
+        return NULL;
     const char *scheme = strstr(url, "://");
-    const char *at = strrchr(url, '@');
-    const char *colon = scheme ? strchr(scheme + 3, ':') : NULL;
-    if (!scheme || !at || !colon || colon > at)
-        return strdup(url);
-    size_t head = (size_t)(colon + 1 - url);
-    size_t len = head + 4 + strlen(at) + 1;
-    char *out = malloc(len);
-    if (out)
-        snprintf(out, len, "%.*s****%s", (int)head, url, at);
+    if (!scheme || scheme == url || strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                "0123456789+.-") != (size_t)(scheme - url)) {
+        mask_conninfo(url, out);
+        return out;
+    }
+    /* The user information ends at the last '@' before the path. Without one there, at the
+     * last '@' anywhere: a password with a raw '/', '?' or '#' is malformed but must not escape
+     * (this masks too much when only the path or query has an '@'). Its ':' starts the password. */
+    const char *auth = scheme + 3;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = memrchr(auth, '@', alen);
+    if (!at)
+        at = strrchr(auth, '@');
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *rest = url;
+    size_t o = 0;
+    if (colon && !memchr(auth, '/', (size_t)(colon - auth))) {
+        o = (size_t)(colon + 1 - url);
+        memcpy(out, url, o);
+        memcpy(out + o, "****", 4);
+        o += 4;
+        rest = at;
+    }
+    const char *q = strchr(rest, '?');
+    size_t head = q ? (size_t)(q - rest) : strlen(rest);
+    memcpy(out + o, rest, head);
+    o += head;
+    if (q)
+        o += mask_query(q, out + o);
+    out[o] = '\0';
+    return out;
+}
+
+char *cfg_mask_message(const char *msg, const char *url)
+{
+    char *masked = url && *url ? cfg_mask_url(url) : NULL;
+    size_t ulen = masked ? strlen(url) : 0, mlen = masked ? strlen(masked) : 0;
+    /* Quoted fragments at most double; each copy of the URL becomes its masked form. */
+    size_t len = strlen(msg), cap = 2 * len + 16 + (ulen ? (len / ulen + 1) * mlen : 0);
+    char *out = malloc(cap);
+    if (!out || (url && *url && !masked)) {
+        free(out);
+        free(masked);
+        return NULL;
+    }
+    size_t o = 0;
+    for (const char *p = msg; *p;) {
+        if (masked && !strncmp(p, url, ulen)) {
+            memcpy(out + o, masked, mlen);
+            o += mlen;
+            p += ulen;
+            continue;
+        }
+        const char *close = *p == '"' ? strchr(p + 1, '"') : NULL;
+        if (masked && close && close > p + 1) {
+            size_t n = (size_t)(close - p - 1);
+            char *frag = strndup(p + 1, n);
+            bool hide = frag && strstr(url, frag) && !strstr(masked, frag);
+            free(frag);
+            if (hide) {
+                memcpy(out + o, "\"****\"", 6);
+                o += 6;
+                p = close + 1;
+                continue;
+            }
+        }
+        out[o++] = *p++;
+    }
+    out[o] = '\0';
+    free(masked);
     return out;
 }
 
@@ -311,11 +631,11 @@ static char *value_text(const warren_config_t *cfg, const cfg_key_t *k, bool mas
     switch (k->type) {
     case CT_STRING: {
         const char *s = *(char *const *)p ? *(char *const *)p : "";
-        if (mask && k->secret)
-            return strstr(s, "://") ? cfg_mask_url(s) : strdup(*s ? "****" : "");
+        if (mask && k->secret) /* a URL or key=value string shows all but its passwords */
+            return strstr(s, "://") || strchr(s, '=') ? cfg_mask_url(s) : strdup(*s ? "****" : "");
         return strdup(s);
     }
-    case CT_INT: snprintf(buf, sizeof buf, "%d", *(const int *)p); return strdup(buf);
+    case CT_INT: snprintf(buf, sizeof buf, "%lld", get_int(cfg, k)); return strdup(buf);
     case CT_BOOL: return strdup(*(const bool *)p ? "true" : "false");
     case CT_ENUM: return strdup(k->choices[*(const int *)p]);
     }
@@ -351,8 +671,10 @@ void cfg_write_docs(FILE *out)
                  "`WARREN__` + the key path\nupper-cased with dots written as `__`, e.g. "
                  "`WARREN__MESSAGE_QUEUE__RABBITMQ__URL`.\n"
                  "An unknown key, a wrong type, a value out of bounds or a malformed file is an error "
-                 "(exit 2)\nthat names the file, line and key. `warren config check` prints the "
-                 "effective values,\nsecrets masked, with where each came from (default, file or env).\n"
+                 "(exit 2)\nthat names the file, line and key; integers are read in 64 bits, so one too "
+                 "large is refused,\nnever wrapped. `@include` is not supported. `warren config check` "
+                 "prints the effective values,\nevery password masked, with where each came from "
+                 "(default, file or env).\n"
                  "Changing any key needs a restart.\n\n"
                  "| key | type | default | bounds / values | environment | description |\n"
                  "|---|---|---|---|---|---|\n");

@@ -10,7 +10,7 @@ static const char *const queue_types[] = {"classic", "quorum", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
 
-#define OFF(field) offsetof(warren_config_t, field)
+#define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
 #define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
 #define CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, check}
 #define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL}

@@ -11,6 +11,7 @@ typedef struct cfg_key {
     const char *path;            /* dotted key path as written in the file */
     cfg_type_t type;
     size_t offset;               /* into warren_config_t */
+    size_t size;                 /* bytes of the field: CT_INT is int or int64_t */
     const char *def;             /* default as text (parsed like an environment value) */
     long long min, max;          /* bounds for CT_INT */
     const char *const *choices;  /* NULL-terminated, for CT_ENUM (stored as the index) */

@@ -1,4 +1,6 @@
-/* Leveled one-line logging to stderr: JSON when not a terminal, text otherwise. */
+/* Leveled one-line logging to stderr: JSON when not a terminal, text otherwise. Every byte
+ * that could end a line or steer a terminal is escaped in both formats, so text from outside
+ * (broker errors, handler output, names) cannot forge a log line. */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,20 +36,52 @@ int log_level_parse(const char *s, log_level_t *out)
     return -1;
 }
 
+/* The short escape of a control character ("n" for a newline), or NULL. */
+static const char *short_escape(unsigned char c)
+{
+    switch (c) {
+    case '\n': return "n";
+    case '\r': return "r";
+    case '\t': return "t";
+    case '\\': return "\\";
+    case '"': return "\"";
+    default: return NULL;
+    }
+}
+
 static void put_json_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p < 0x20)
+        const char *e = short_escape(*p);
+        if (e)
+            fprintf(f, "\\%s", e);
+        else if (*p < 0x20 || *p == 0x7f)
             fprintf(f, "\\u%04x", *p);
         else
             fputc(*p, f);
     }
     fputc('"', f);
+}
+
+/* Text format: control characters as \n, \r, \t or \xNN and backslashes doubled. A field value
+ * is quoted when it is empty or holds a space, '=' or '"', so it cannot pose as another field. */
+static void put_text(FILE *f, const char *s, bool value)
+{
+    bool quote = value && (!*s || strpbrk(s, " =\"") != NULL);
+    if (quote)
+        fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        const char *e = short_escape(*p);
+        if (e && (*p != '"' || quote))
+            fprintf(f, "\\%s", e);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    if (quote)
+        fputc('"', f);
 }
 
 static void emit(log_level_t level, const char *msg, va_list *fields)
@@ -62,7 +96,10 @@ static void emit(log_level_t level, const char *msg, va_list *fields)
         fputs(",\"msg\":", stderr);
         put_json_string(stderr, msg);
     } else {
-        fprintf(stderr, "%s %-5s %s: %s", ts, level_names[level], component, msg);
+        fprintf(stderr, "%s %-5s ", ts, level_names[level]);
+        put_text(stderr, component, false);
+        fputs(": ", stderr);
+        put_text(stderr, msg, false);
     }
     if (fields) {
         const char *key;
@@ -76,7 +113,10 @@ static void emit(log_level_t level, const char *msg, va_list *fields)
                 fputc(':', stderr);
                 put_json_string(stderr, val);
             } else {
-                fprintf(stderr, " %s=%s", key, val);
+                fputc(' ', stderr);
+                put_text(stderr, key, false);
+                fputc('=', stderr);
+                put_text(stderr, val, true);
             }
         }
     }

@@ -1,6 +1,8 @@
 /* PostgreSQL connection and statement helpers with the project's 0/-1 + err contract. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "warren/config.h"
 #include "warren/db.h"
 #include "warren/log.h"
 #include "db/db_internal.h"
@@ -55,7 +57,11 @@ PGconn *db_connect(const char *url, int connect_timeout_s, char *err, size_t err
         return NULL;
     }
     if (PQstatus(db) != CONNECTION_OK) {
-        copy_message(err, errlen, "cannot connect to PostgreSQL: ", PQerrorMessage(db));
+        /* libpq quotes the piece of a malformed URL it stumbled on, which may be the password. */
+        char *safe = cfg_mask_message(PQerrorMessage(db), url);
+        copy_message(err, errlen, "cannot connect to PostgreSQL: ",
+                     safe ? safe : "(libpq's message withheld: out of memory)");
+        free(safe);
         PQfinish(db);
         return NULL;
     }

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "mq/http_get.h"
+#include "warren/config.h"
 
 /* ---- URL ---- */
 
@@ -82,7 +83,10 @@ int http_url_parse(const char *url, http_url_t *u, char *err, size_t errlen)
     static const char scheme[] = "http://";
     memset(u, 0, sizeof *u);
     if (strncasecmp(url, scheme, sizeof scheme - 1) != 0) {
-        snprintf(err, errlen, "management URL '%s' must start with http:// (no TLS support)", url);
+        char *shown = cfg_mask_url(url);
+        snprintf(err, errlen, "management URL '%s' must start with http:// (no TLS support)",
+                 shown ? shown : "?");
+        free(shown);
         return -1;
     }
     const char *auth = url + sizeof scheme - 1;

@@ -28,6 +28,24 @@ expect_exit2 'log = {\n\n level = = 1; };\n' "$tmp/bad.conf:3:" "malformed"
 
 set +e; "$bin" config check -c "$tmp/missing.conf" 2> "$tmp/err"; rc=$?; set -e
 [ "$rc" = 2 ] && grep -q 'missing.conf: cannot read' "$tmp/err" || fail "unreadable file: rc=$rc"
+set +e; "$bin" config check -c "$tmp" 2> "$tmp/err"; rc=$?; set -e
+[ "$rc" = 2 ] && grep -qF "$tmp: is a directory, not a configuration file" "$tmp/err" ||
+    fail "directory as config file: rc=$rc $(cat "$tmp/err")"
+
+# Integers of 2^31 and more in the file are read whole, not wrapped by libconfig.
+expect_exit2 'executor = { batch_size = 4294967396; };\n' "executor.batch_size: 4294967396 is out of bounds"
+expect_exit2 'worker = { max_concurrency = 4294967297; };\n' "worker.max_concurrency: 4294967297 is out of bounds"
+expect_exit2 'executor = { batch_size = 99999999999; };\n' "executor.batch_size: 99999999999 is out of bounds"
+# dead_letter.ttl_ms is stored in 64 bits: its 30-day maximum survives.
+WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__TTL_MS=2592000000 "$bin" config check > "$tmp/out"
+grep -q '^message_queue.rabbitmq.dead_letter.ttl_ms *= 2592000000 ' "$tmp/out" || fail "ttl_ms above INT_MAX"
+
+# Every form of password is masked.
+WARREN__DATABASE__URL='postgresql://u:hunter1@h/db?sslmode=disable&password=hunter2' \
+    WARREN__MESSAGE_QUEUE__RABBITMQ__URL='amqps://app:hunter3@mq/%2f' "$bin" config check > "$tmp/out"
+! grep -q hunter "$tmp/out" || fail "a password shown by config check: $(grep hunter "$tmp/out")"
+grep -qF '"postgresql://u:****@h/db?sslmode=disable&password=****"' "$tmp/out" || fail "database URL masking"
+grep -qF '"amqps://app:****@mq/%2f"' "$tmp/out" || fail "amqps URL masking"
 set +e; WARREN__LOG__LEVL=info "$bin" config check 2> "$tmp/err"; rc=$?; set -e
 [ "$rc" = 2 ] && grep -q 'WARREN__LOG__LEVL: unknown key' "$tmp/err" || fail "unknown env key: rc=$rc"
 set +e; "$bin" config bogus 2>/dev/null; rc=$?; set -e

@@ -68,7 +68,21 @@ assert_contains "$RUN_OUT" "exchange '$TOPO_DLX' has type=direct but configurati
 run_warren mgmt-down topology verify --mgmt-url http://127.0.0.1:1
 assert_eq 1 "$RUN_RC" "verify with the management API down"
 assert_contains "$RUN_ERR" "cannot inspect the broker"
-run_warren mgmt-auth topology verify --mgmt-url "http://nobody:wrong@${WARREN_MGMT_URL#http://}"
+WARREN_MGMT_URL="http://nobody:wrongpw42@${WARREN_MGMT_URL#http://}" run_warren mgmt-auth topology verify
 assert_eq 1 "$RUN_RC" "verify with wrong management credentials"
 assert_contains "$RUN_ERR" "management API refused the credentials"
+assert_not_contains "$RUN_ERR$RUN_OUT" "wrongpw42" "the password from WARREN_MGMT_URL in the output"
+
+# A password on the command line would show in ps: refused before anything connects.
+run_warren mgmt-argv topology verify --mgmt-url "http://nobody:hunter2@${WARREN_MGMT_URL#http://}"
+assert_eq 2 "$RUN_RC" "--mgmt-url with a password"
+assert_contains "$RUN_ERR" "a password on the command line is visible to every local user"
+assert_contains "$RUN_ERR" "WARREN_MGMT_URL"
+assert_not_contains "$RUN_ERR$RUN_OUT" "hunter2" "the password echoed"
+run_warren mgmt-https topology verify --mgmt-url "https://u:hunter2@${WARREN_MGMT_URL#http://}"
+assert_eq 2 "$RUN_RC" "--mgmt-url https with a password"
+WARREN_MGMT_URL="https://u:hunter2@${WARREN_MGMT_URL#http://}" run_warren mgmt-https-env topology verify
+assert_eq 1 "$RUN_RC" "https management URL from the environment"
+assert_contains "$RUN_ERR" "must start with http://"
+assert_not_contains "$RUN_ERR$RUN_OUT" "hunter2" "the password of a rejected management URL echoed"
 pass

@@ -132,11 +132,14 @@ stack() { bash "$WARREN_SOURCE_DIR/scripts/stack" "$@"; }
 rmq() { "$WARREN_RABBITMQCTL" "$@"; }
 
 # psql_q SQL: one statement on the private database, unaligned output without headers.
+# The stack's password travels in the environment, not on psql's command line.
 psql_q() {
-    psql -X -q -At -v ON_ERROR_STOP=1 "$WARREN__DATABASE__URL" -c "$1"
+    PGPASSWORD=${WARREN_PG_PASSWORD:-} psql -X -q -At -v ON_ERROR_STOP=1 \
+        "${WARREN__DATABASE__URL/":${WARREN_PG_PASSWORD:-}@"/@}" -c "$1"
 }
 
 # mgmt_get PATH: GET /api/PATH (leading "/" or "/api/" optional); fails on an HTTP error.
+# As the stack's administrator, whose credentials curl reads from $WARREN_STACK_NETRC.
 mgmt_get() { _t_mgmt GET "$1"; }
 # mgmt_put PATH JSON, mgmt_post PATH JSON, mgmt_delete PATH: the same for writes.
 mgmt_put() { _t_mgmt PUT "$1" "$2"; }
@@ -145,7 +148,8 @@ mgmt_delete() { _t_mgmt DELETE "$1"; }
 
 # mgmt_status PATH: only the HTTP status of a GET, e.g. 404 for a missing queue, 000 for no answer.
 mgmt_status() {
-    curl -s -o /dev/null -w '%{http_code}' --max-time 10 -u guest:guest "$(_t_mgmt_url "$1")" || true
+    curl -s -o /dev/null -w '%{http_code}' --max-time 10 --netrc-file "$WARREN_STACK_NETRC" \
+        "$(_t_mgmt_url "$1")" || true
 }
 
 _t_mgmt_url() {
@@ -157,10 +161,10 @@ _t_mgmt() {
     local method=$1 url
     url=$(_t_mgmt_url "$2")
     if [ $# -ge 3 ]; then
-        curl -sS -f --max-time 10 -u guest:guest -X "$method" -H 'content-type: application/json' \
-            --data "$3" "$url"
+        curl -sS -f --max-time 10 --netrc-file "$WARREN_STACK_NETRC" -X "$method" \
+            -H 'content-type: application/json' --data "$3" "$url"
     else
-        curl -sS -f --max-time 10 -u guest:guest -X "$method" "$url"
+        curl -sS -f --max-time 10 --netrc-file "$WARREN_STACK_NETRC" -X "$method" "$url"
     fi
 }
 

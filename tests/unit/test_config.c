@@ -1,4 +1,5 @@
 /* Config table: defaults, file and environment precedence, and every kind of bad input. */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "common/config_table.h"
@@ -13,14 +16,19 @@
 
 static char tmp_path[64];
 
-static const char *write_conf(const char *text)
+static const char *write_conf_n(const char *text, size_t len)
 {
     snprintf(tmp_path, sizeof tmp_path, "/tmp/warren-test-conf-XXXXXX");
     int fd = mkstemp(tmp_path);
     assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    assert_int_equal(write(fd, text, len), (ssize_t)len);
     close(fd);
     return tmp_path;
+}
+
+static const char *write_conf(const char *text)
+{
+    return write_conf_n(text, strlen(text));
 }
 
 /* Load `text` as a config file; returns cfg_load's result, err filled. */
@@ -195,8 +203,7 @@ static void test_unreadable_file(void **state)
     warren_config_t cfg;
     char err[512] = "";
     assert_int_equal(cfg_load(&cfg, "/nonexistent/warren.conf", err, sizeof err), -1);
-    assert_non_null(strstr(err, "/nonexistent/warren.conf"));
-    assert_non_null(strstr(err, "cannot read"));
+    assert_string_equal(err, "/nonexistent/warren.conf: cannot read: No such file or directory");
     cfg_free(&cfg);
 }
 
@@ -223,14 +230,63 @@ static void test_bad_env(void **state)
     expect_env_error("WARREN__WORKER__ACTION_TIMEOUTS", "core.sleep=60,oops", "'oops' is not action=seconds");
 }
 
+static void expect_mask(const char *in, const char *want)
+{
+    char *m = cfg_mask_url(in);
+    assert_non_null(m);
+    if (strcmp(m, want))
+        fail_msg("cfg_mask_url(\"%s\") = \"%s\", want \"%s\"", in, m, want);
+    free(m);
+}
+
 static void test_mask_url(void **state)
 {
     (void)state;
-    char *m = cfg_mask_url("amqp://guest:secret@127.0.0.1:5672/%2f");
-    assert_string_equal(m, "amqp://guest:****@127.0.0.1:5672/%2f");
+    expect_mask("amqp://guest:secret@127.0.0.1:5672/%2f", "amqp://guest:****@127.0.0.1:5672/%2f");
+    expect_mask("postgresql://postgres@127.0.0.1:5432/warren", "postgresql://postgres@127.0.0.1:5432/warren");
+    expect_mask("amqps://u:s@h/v", "amqps://u:****@h/v");
+    expect_mask("http://admin:pw@127.0.0.1:15672", "http://admin:****@127.0.0.1:15672");
+    expect_mask("https://admin:pw@h/api", "https://admin:****@h/api");
+    expect_mask("postgres://u@h:5432/db?password=hunter2&sslmode=disable",
+                "postgres://u@h:5432/db?password=****&sslmode=disable");
+    expect_mask("postgresql://u:a@h/db?sslpassword=k1&application_name=x&PassWord=z#frag",
+                "postgresql://u:****@h/db?sslpassword=****&application_name=x&PassWord=****#frag");
+    /* libpq decodes parameter names: %70assword is password */
+    expect_mask("postgresql://h/db?%70assword=hunter2", "postgresql://h/db?%70assword=****");
+    /* malformed passwords with raw delimiters must not escape */
+    expect_mask("amqp://u:pa/ss@h:5672/%2f", "amqp://u:****@h:5672/%2f");
+    expect_mask("amqp://u:p?ss#x@h/v", "amqp://u:****@h/v");
+    expect_mask("amqp://u:p@ss@h/v", "amqp://u:****@h/v");
+    expect_mask("postgresql://u:pw@h/db?application_name=a@b", "postgresql://u:****@h/db?application_name=a@b");
+    /* no password: nothing to hide */
+    expect_mask("amqp://h:5672/v", "amqp://h:5672/v");
+    expect_mask("", "");
+    /* libpq key=value strings */
+    expect_mask("host=h password=hunter2 dbname=w", "host=h password=**** dbname=w");
+    expect_mask("password = 'a b\\' c' user=u", "password = **** user=u");
+    expect_mask("password=a\\ b user=u", "password=**** user=u");
+}
+
+static void test_mask_message(void **state)
+{
+    (void)state;
+    /* libpq quotes the part of a URL it could not parse, which may be the password */
+    char *m = cfg_mask_message("invalid percent-encoded token: \"se%zzcret\"",
+                               "postgresql://u:se%zzcret@127.0.0.1:1/db");
+    assert_string_equal(m, "invalid percent-encoded token: \"****\"");
     free(m);
-    m = cfg_mask_url("postgresql://postgres@127.0.0.1:5432/warren");
-    assert_string_equal(m, "postgresql://postgres@127.0.0.1:5432/warren");
+    m = cfg_mask_message("invalid integer value \"sec\" for connection option \"port\"",
+                         "postgresql://u:sec/ret@127.0.0.1:1/db");
+    assert_string_equal(m, "invalid integer value \"****\" for connection option \"port\"");
+    free(m);
+    /* quoted text that is not secret stays */
+    m = cfg_mask_message("connection to server at \"127.0.0.1\", port 1 failed: role \"bob\"",
+                         "postgresql://u:pw@127.0.0.1:1/db");
+    assert_string_equal(m, "connection to server at \"127.0.0.1\", port 1 failed: role \"bob\"");
+    free(m);
+    /* the URL itself, anywhere */
+    m = cfg_mask_message("cannot use amqp://u:pw@h/v here", "amqp://u:pw@h/v");
+    assert_string_equal(m, "cannot use amqp://u:****@h/v here");
     free(m);
 }
 
@@ -250,6 +306,198 @@ static void test_print_masks_secrets(void **state)
     assert_non_null(strstr(buf, "env WARREN__MESSAGE_QUEUE__RABBITMQ__URL"));
     free(buf);
     cfg_free(&cfg);
+}
+
+/* The file text setting `path` to `value`, one group per line: "a = {\nb = v;\n};\n". The key's
+ * line is the number of dots + 1. */
+static void nested_setting(const char *path, const char *value, char *buf, size_t len)
+{
+    size_t n = 0, depth = 0;
+    const char *p = path, *dot;
+    while ((dot = strchr(p, '.'))) {
+        n += (size_t)snprintf(buf + n, len - n, "%.*s = {\n", (int)(dot - p), p);
+        depth++;
+        p = dot + 1;
+    }
+    n += (size_t)snprintf(buf + n, len - n, "%s = %s;\n", p, value);
+    while (depth--)
+        n += (size_t)snprintf(buf + n, len - n, "};\n");
+}
+
+static long long field_value(const warren_config_t *cfg, const cfg_key_t *k)
+{
+    const void *p = (const char *)cfg + k->offset;
+    return k->size == sizeof(int64_t) ? *(const int64_t *)p : *(const int *)p;
+}
+
+/* A file value must be refused with "FILE:LINE: key: " and the problem. */
+static void expect_file_int_refused(const cfg_key_t *k, const char *value)
+{
+    char text[512], err[512] = "", prefix[256];
+    warren_config_t cfg;
+    nested_setting(k->path, value, text, sizeof text);
+    int dots = 0;
+    for (const char *p = k->path; *p; p++)
+        dots += *p == '.';
+    int rc = load_text(&cfg, text, err, sizeof err);
+    snprintf(prefix, sizeof prefix, "%s:%d: %s: ", tmp_path, dots + 1, k->path);
+    if (rc != -1 || strncmp(err, prefix, strlen(prefix)) || !strstr(err, "out of bounds") ||
+        !strstr(err, value))
+        fail_msg("%s = %s: rc %d, error '%s' (want '%s...out of bounds')", k->path, value, rc, err,
+                 prefix);
+    cfg_free(&cfg);
+}
+
+static void expect_env_int_refused(const cfg_key_t *k, const char *value, const char *problem)
+{
+    char name[160], err[512] = "";
+    warren_config_t cfg;
+    cfg_env_name(k->path, name, sizeof name);
+    setenv(name, value, 1);
+    int rc = cfg_load(&cfg, NULL, err, sizeof err);
+    unsetenv(name);
+    if (rc != -1 || !strstr(err, name) || !strstr(err, k->path) || !strstr(err, problem))
+        fail_msg("%s=%s: rc %d, error '%s'", name, value, rc, err);
+    cfg_free(&cfg);
+}
+
+static void expect_int_accepted(const cfg_key_t *k, long long v)
+{
+    char text[512], value[32], name[160], err[512] = "";
+    warren_config_t cfg;
+    snprintf(value, sizeof value, "%lld", v);
+    nested_setting(k->path, value, text, sizeof text);
+    if (load_text(&cfg, text, err, sizeof err) != 0 || field_value(&cfg, k) != v)
+        fail_msg("%s = %s from a file: error '%s', stored %lld", k->path, value, err, field_value(&cfg, k));
+    cfg_free(&cfg);
+    cfg_env_name(k->path, name, sizeof name);
+    setenv(name, value, 1);
+    int rc = cfg_load(&cfg, NULL, err, sizeof err);
+    unsetenv(name);
+    if (rc != 0 || field_value(&cfg, k) != v)
+        fail_msg("%s=%s: error '%s', stored %lld", name, value, err, field_value(&cfg, k));
+    cfg_free(&cfg);
+}
+
+/* Every integer key: its bounds fit its C field, both bounds are stored exactly from a file
+ * and from the environment, and values just past them (or that would wrap onto a bound in
+ * 32 bits) are refused on both paths. */
+static void test_int_keys_bounds(void **state)
+{
+    (void)state;
+    size_t n_int = 0;
+    for (size_t i = 0; i < cfg_table_len; i++) {
+        const cfg_key_t *k = &cfg_table[i];
+        if (k->type != CT_INT)
+            continue;
+        n_int++;
+        assert_true(k->size == sizeof(int) || k->size == sizeof(int64_t));
+        if (k->size == sizeof(int) && (k->min < INT_MIN || k->max > INT_MAX))
+            fail_msg("%s: bounds [%lld, %lld] do not fit its int field", k->path, k->min, k->max);
+        assert_true(k->min <= k->max && k->min > LLONG_MIN && k->max < LLONG_MAX);
+        expect_int_accepted(k, k->min);
+        expect_int_accepted(k, k->max);
+        long long past[] = {k->max + 1, k->min - 1, k->min + (1LL << 32), k->max + (1LL << 32)};
+        for (size_t j = 0; j < sizeof past / sizeof past[0]; j++) {
+            char value[32];
+            snprintf(value, sizeof value, "%lld", past[j]);
+            expect_file_int_refused(k, value);
+            expect_env_int_refused(k, value, "out of bounds");
+        }
+        expect_env_int_refused(k, "99999999999999999999", "does not fit in 64 bits");
+    }
+    assert_true(n_int >= 20);
+}
+
+/* libconfig 1.5 wraps literals of 2^31 and more without an L suffix; the loader must not. */
+static void test_wide_literals(void **state)
+{
+    (void)state;
+    expect_file_error("executor = { batch_size = 4294967396; };\n",
+                      (const char *[]){":1: executor.batch_size: 4294967396 is out of bounds", NULL});
+    expect_file_error("worker = { max_concurrency = 4294967297; };\n",
+                      (const char *[]){"worker.max_concurrency: 4294967297 is out of bounds", NULL});
+    expect_file_error("executor = { batch_size = 99999999999; };\n",
+                      (const char *[]){"executor.batch_size: 99999999999 is out of bounds", NULL});
+    expect_file_error("executor = { batch_size = 0x100000064; };\n",
+                      (const char *[]){"executor.batch_size: 4294967396 is out of bounds", NULL});
+    expect_file_error("\nexecutor = { batch_size = 99999999999999999999; };\n",
+                      (const char *[]){":2: 99999999999999999999 does not fit in 64 bits", NULL});
+    expect_file_error("executor = { batch_size = 0x10000000000000000; };\n",
+                      (const char *[]){"does not fit in 64 bits", NULL});
+    expect_file_error("message_queue = { rabbitmq = { dead_letter = { ttl_ms = 3000000000; }; }; };\n",
+                      (const char *[]){"dead_letter.ttl_ms: 3000000000 is out of bounds [1000, 2592000000]", NULL});
+    expect_file_error("@include \"/etc/passwd\"\n", (const char *[]){":1: @include is not supported", NULL});
+
+    /* digits in strings, comments and names, floats, suffixed and negative literals keep their meaning */
+    warren_config_t cfg;
+    char err[512] = "";
+    int rc = load_text(&cfg,
+                       "# batch_size = 5000000000\n"
+                       "/* 4294967396 */ worker = { name = \"w-4294967396\\\"1\"; // 99999999999\n"
+                       "  max_concurrency = 0x10; kill_grace_s = +7; shutdown_timeout_s = 0; };\n"
+                       "message_queue = { rabbitmq = { dead_letter = { ttl_ms = 2592000000L; }; }; };\n"
+                       "executor = { batch_size = 300; };\n",
+                       err, sizeof err);
+    if (rc != 0)
+        fail_msg("%s", err);
+    assert_string_equal(cfg.worker.name, "w-4294967396\"1");
+    assert_int_equal(cfg.worker.max_concurrency, 16);
+    assert_int_equal(cfg.worker.kill_grace_s, 7);
+    assert_int_equal(cfg.executor.batch_size, 300);
+    assert_true(cfg.rabbitmq.dead_letter.ttl_ms == 2592000000LL);
+    cfg_free(&cfg);
+    expect_file_error("executor = { batch_size = 1.5; };\n",
+                      (const char *[]){"executor.batch_size: expected an integer, got a float", NULL});
+    expect_file_error("executor = { batch_size = -1; };\n",
+                      (const char *[]){"executor.batch_size: -1 is out of bounds", NULL});
+}
+
+static bool unreadable_refused(const char *path)
+{
+    warren_config_t cfg;
+    char err[512] = "";
+    bool ok = cfg_load(&cfg, path, err, sizeof err) == -1 && !strncmp(err, path, strlen(path)) &&
+              strstr(err, ": cannot read: Permission denied");
+    cfg_free(&cfg);
+    if (!ok)
+        fprintf(stderr, "unreadable %s: error '%s'\n", path, err);
+    return ok;
+}
+
+/* A path that is no readable file: named, with what is wrong, like every other config error. */
+static void test_config_path_not_a_file(void **state)
+{
+    (void)state;
+    warren_config_t cfg;
+    char err[512] = "", dir[] = "/tmp/warren-test-confdir-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(cfg_load(&cfg, dir, err, sizeof err), -1);
+    cfg_free(&cfg);
+    rmdir(dir);
+    if (strncmp(err, dir, strlen(dir)) || !strstr(err, "is a directory"))
+        fail_msg("directory: '%s'", err);
+    /* Unreadable: root reads anything, so as root the check runs in a child as nobody. */
+    const char *p = write_conf("worker = { max_concurrency = 2; };\n");
+    assert_int_equal(chmod(p, 0), 0);
+    if (geteuid() == 0) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+            _exit(setgid(65534) == 0 && setuid(65534) == 0 && unreadable_refused(p) ? 0 : 1);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    } else {
+        assert_true(unreadable_refused(p));
+    }
+    unlink(p);
+    static const char with_nul[] = "worker = { max_concurrency = 2; };\n\0junk";
+    p = write_conf_n(with_nul, sizeof with_nul - 1);
+    assert_int_equal(cfg_load(&cfg, p, err, sizeof err), -1);
+    cfg_free(&cfg);
+    unlink(p);
+    assert_non_null(strstr(err, ":2: NUL byte"));
 }
 
 static void test_env_name(void **state)
@@ -275,6 +523,10 @@ int main(void)
         cmocka_unit_test_setup(test_unreadable_file, clear_env),
         cmocka_unit_test_setup(test_bad_env, clear_env),
         cmocka_unit_test_setup(test_mask_url, clear_env),
+        cmocka_unit_test_setup(test_mask_message, clear_env),
+        cmocka_unit_test_setup(test_int_keys_bounds, clear_env),
+        cmocka_unit_test_setup(test_wide_literals, clear_env),
+        cmocka_unit_test_setup(test_config_path_not_a_file, clear_env),
         cmocka_unit_test_setup(test_print_masks_secrets, clear_env),
         cmocka_unit_test_setup(test_env_name, clear_env),
     };
