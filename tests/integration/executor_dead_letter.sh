@@ -12,6 +12,9 @@ new_worker w gone  # never heartbeats, never consumes
 action=$(unique_name act)
 forget_executions "$action"
 export WARREN__MESSAGE_QUEUE__RABBITMQ__WORKER_QUEUE_TTL_MS=1000
+# The monitor would abandon the 'running' row below (its worker never heartbeats) and race the
+# dead letter this test is about; executor_monitor covers the monitor.
+export WARREN__EXECUTOR__MONITOR_INTERVAL_S=0
 exec_start ex
 
 id=$(new_execution "$action" "$w")
