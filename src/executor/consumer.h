@@ -13,6 +13,7 @@
 #include "executor/dbconn.h"
 #include "executor/stats.h"
 #include "warren/backoff.h"
+#include "warren/evloop.h"
 #include "warren/mq.h"
 
 /* Apply deliveries[0..n) in one transaction. */
@@ -26,9 +27,9 @@ typedef struct consumer {
     char *queue;
     mq_client_t *mq;              /* owned */
     struct event_base *base;      /* borrowed */
-    struct event *read_ev;        /* on the client's socket while consuming */
-    int fd;
-    struct event *retry_ev;       /* timer: retry a batch after a database error */
+    struct event read_ev;         /* on the client's socket while watching */
+    int fd;                       /* the socket read_ev watches; -1 while not watching */
+    struct event retry_ev;        /* timer: retry a batch after a database error */
     mq_delivery_t **batch;        /* read, not yet committed and acked */
     size_t n, cap;
     bool subscribed;
@@ -53,7 +54,8 @@ typedef struct consumer_opts {
     exec_stats_t *stats;
 } consumer_opts_t;
 
-/* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker. */
+/* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker
+ * and may also be given a zeroed consumer_t that was never set up. */
 int consumer_init(consumer_t *c, const consumer_opts_t *o) WARN_UNUSED;
 void consumer_free(consumer_t *c);
 /* Subscribe (connecting if needed) and watch the socket; -1 with err when it cannot. */

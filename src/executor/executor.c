@@ -1,5 +1,4 @@
 /* The executor daemon's event loop: start-up checks, timers, consumers, signals, shutdown. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +9,6 @@
 #include "warren/topology.h"
 
 #define STATS_INTERVAL_S 30
-#define PUMP_MAX_MS 1000
 
 void exec_params_from(exec_params_t *p, const warren_config_t *cfg)
 {
@@ -28,11 +26,6 @@ void exec_params_from(exec_params_t *p, const warren_config_t *cfg)
     p->dlq_queue = cfg->rabbitmq.dead_letter.enabled ? cfg->rabbitmq.dead_letter.queue : NULL;
 }
 
-static struct timeval ms_tv(int64_t ms)
-{
-    return (struct timeval){.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-}
-
 /* ---- timers ---- */
 
 static void on_sched(evutil_socket_t fd, short what, void *arg)
@@ -43,8 +36,7 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     if (x->draining)
         return;
     int r = sched_tick(x);
-    struct timeval tv = ms_tv(r == 1 ? 0 : x->p.poll_interval_ms);
-    evtimer_add(x->sched_ev, &tv);
+    (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->p.poll_interval_ms);
 }
 
 static void each_consumer(executor_t *x, void (*fn)(consumer_t *))
@@ -92,9 +84,8 @@ static void drain(executor_t *x)
 {
     x->draining = true;
     log_kv(LOG_INFO, "draining: no new claims; finishing the batches in hand", NULL);
-    evtimer_del(x->sched_ev);
-    if (x->monitor_ev)
-        evtimer_del(x->monitor_ev);
+    evtimer_del(&x->sched_ev);
+    evtimer_del(&x->monitor_ev);
     each_consumer(x, consumer_finish);
     sched_flush_reverts(x);
     if (x->n_revert > 0)
@@ -103,41 +94,22 @@ static void drain(executor_t *x)
     event_base_loopexit(x->base, NULL);
 }
 
-/* Second SIGTERM/SIGINT, possibly while the drain waits on the database: leave now. */
-static void exit_fast(int sig)
+static void on_stop(void *arg, evloop_stop_t step, const char *signal_name)
 {
-    (void)sig;
-    static const char msg[] = "warren executor: second signal: exiting without finishing\n";
-    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)ignored;
-    _exit(EXIT_RUNTIME);
-}
-
-static void on_term(evutil_socket_t sig, short what, void *arg)
-{
-    (void)what;
     executor_t *x = arg;
-    if (x->terms++ > 0)
+    if (step == EVLOOP_DRAIN) {
+        log_kv(LOG_INFO, "signal received: shutting down", "signal", signal_name, NULL);
+        /* The drain runs right here and may block in libpq: a second signal must still end
+         * the process. */
+        evloop_signals_exit_on_next(&x->signals, "warren executor: second signal: exiting "
+                                                 "without finishing\n");
+        drain(x);
         return;
-    log_kv(LOG_INFO, "signal received: shutting down", "signal", strsignal((int)sig), NULL);
-    /* The drain runs right here and may block in libpq; a plain handler still sees the
-     * second signal. */
-    event_del(x->sig_term);
-    event_del(x->sig_int);
-    struct sigaction sa = {.sa_handler = exit_fast};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    drain(x);
-}
-
-static void on_quit(evutil_socket_t sig, short what, void *arg)
-{
-    (void)sig;
-    (void)what;
-    (void)arg;
+    }
     /* At once: unacked deliveries return to their queues when the connections drop. */
-    log_kv(LOG_WARN, "SIGQUIT: exiting at once", NULL);
+    log_kv(LOG_WARN, step == EVLOOP_EXIT_NOW ? "SIGQUIT: exiting at once"
+                                             : "second signal: exiting without finishing",
+           "signal", signal_name, NULL);
     _exit(EXIT_RUNTIME);
 }
 
@@ -214,41 +186,20 @@ static int connect_broker(executor_t *x)
     return 0;
 }
 
-static int pump_interval_ms(const warren_config_t *cfg)
-{
-    int ms = cfg->rabbitmq.heartbeat_s > 0 ? cfg->rabbitmq.heartbeat_s * 1000 / 4 : PUMP_MAX_MS;
-    return ms < 100 ? 100 : ms > PUMP_MAX_MS ? PUMP_MAX_MS : ms;
-}
-
-static struct event *add_timer(executor_t *x, event_callback_fn fn, int64_t ms, bool persist)
-{
-    struct event *ev = event_new(x->base, -1, persist ? EV_PERSIST : 0, fn, x);
-    struct timeval tv = ms_tv(ms);
-    if (ev)
-        event_add(ev, &tv);
-    return ev;
-}
-
-static struct event *add_signal(executor_t *x, int sig, event_callback_fn fn)
-{
-    struct event *ev = evsignal_new(x->base, sig, fn, x);
-    if (ev)
-        event_add(ev, NULL);
-    return ev;
-}
-
 static int setup_events(executor_t *x)
 {
-    x->sched_ev = add_timer(x, on_sched, 0, false);
-    x->pump_ev = add_timer(x, on_pump, pump_interval_ms(x->cfg), true);
-    x->stats_ev = add_timer(x, on_stats, (int64_t)x->p.stats_interval_s * 1000, true);
-    if (x->p.monitor_interval_s > 0)
-        x->monitor_ev = add_timer(x, on_monitor, (int64_t)x->p.monitor_interval_s * 1000, true);
-    x->sig_term = add_signal(x, SIGTERM, on_term);
-    x->sig_int = add_signal(x, SIGINT, on_term);
-    x->sig_quit = add_signal(x, SIGQUIT, on_quit);
-    bool ok = x->sched_ev && x->pump_ev && x->stats_ev && x->sig_term && x->sig_int && x->sig_quit &&
-              (x->p.monitor_interval_s == 0 || x->monitor_ev);
+    evtimer_assign(&x->sched_ev, x->base, on_sched, x);
+    /* Set up even when the monitor is off, so that drain can simply delete it. */
+    evtimer_assign(&x->monitor_ev, x->base, on_monitor, x);
+    int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
+    bool ok = evloop_arm(&x->sched_ev, 0) == 0 &&
+              evloop_every(&x->pump_ev, x->base, pump_ms, on_pump, x) == 0 &&
+              evloop_every(&x->stats_ev, x->base, (int64_t)x->p.stats_interval_s * 1000, on_stats,
+                           x) == 0 &&
+              (x->p.monitor_interval_s == 0 ||
+               evloop_every(&x->monitor_ev, x->base, (int64_t)x->p.monitor_interval_s * 1000,
+                            on_monitor, x) == 0) &&
+              evloop_signals_init(&x->signals, x->base, on_stop, x) == 0;
     if (!ok)
         log_kv(LOG_ERROR, "cannot set up the event loop", NULL);
     return ok ? 0 : -1;
@@ -268,29 +219,16 @@ static int start(executor_t *x)
     return connect_broker(x) == 0 && setup_events(x) == 0 ? 0 : -1;
 }
 
-static void free_event(struct event *ev)
-{
-    if (ev)
-        event_free(ev);
-}
-
+/* Consumers first (their events are their own); freeing the base removes the loop's. */
 static void stop(executor_t *x)
 {
-    struct event *evs[] = {x->sched_ev, x->pump_ev, x->stats_ev, x->monitor_ev,
-                           x->sig_term, x->sig_int, x->sig_quit};
-    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
-        free_event(evs[i]);
-    if (x->results.mq)
-        consumer_free(&x->results);
-    if (x->heartbeats.mq)
-        consumer_free(&x->heartbeats);
-    if (x->dlq.mq)
-        consumer_free(&x->dlq);
+    consumer_free(&x->results);
+    consumer_free(&x->heartbeats);
+    consumer_free(&x->dlq);
     mq_destroy(x->pub);
     sched_free(x);
     dbc_free(&x->db);
-    if (x->base)
-        event_base_free(x->base);
+    evloop_base_free(x->base);
 }
 
 int executor_run(const warren_config_t *cfg)
@@ -310,7 +248,7 @@ int executor_run(const warren_config_t *cfg)
                x->p.heartbeats_queue, "dead_letters", x->p.dlq_queue ? x->p.dlq_queue : "(disabled)",
                "batch_size", batch, NULL);
         event_base_dispatch(x->base);
-        rc = x->terms > 1 ? EXIT_RUNTIME : EXIT_OK;
+        rc = EXIT_OK; /* a second signal or SIGQUIT never comes back here */
         stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
         log_kv(LOG_INFO, "executor stopped", NULL);
     }

@@ -13,6 +13,7 @@
 #include "executor/dbconn.h"
 #include "executor/stats.h"
 #include "warren/config.h"
+#include "warren/evloop.h"
 #include "warren/mq.h"
 
 /* Plain settings of the executor's jobs, taken from the configuration by exec_params_from(). */
@@ -45,15 +46,14 @@ typedef struct executor {
     exec_stats_t stats;
     declared_set_t declared;
     /* scheduler state */
-    struct event *sched_ev;
+    struct event sched_ev;
     breaker_state_t sched_breaker_state; /* last publish breaker state logged (open/closed) */
     int64_t *revert_ids;          /* unconfirmed dispatches still to move back to requested */
     int *revert_attempts;
     size_t n_revert, cap_revert;
     /* loop */
-    struct event *pump_ev, *monitor_ev, *stats_ev;
-    struct event *sig_term, *sig_int, *sig_quit;
-    int terms;                    /* SIGTERM/SIGINT seen */
+    struct event pump_ev, monitor_ev, stats_ev;
+    evloop_signals_t signals;
     bool draining;
 } executor_t;
 

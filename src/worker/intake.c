@@ -217,8 +217,8 @@ static bool reports_flow(worker_t *w)
     int64_t wait = breaker_retry_in_ms(mq_breaker(w->publisher), now_mono_ms());
     if (wait <= 0)
         return true;
-    if (!evtimer_pending(w->ev_retry, NULL))
-        (void)worker_arm(w->ev_retry, wait);
+    if (!evtimer_pending(&w->ev_retry, NULL))
+        (void)evloop_arm(&w->ev_retry, wait);
     return false;
 }
 
