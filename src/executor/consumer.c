@@ -19,9 +19,9 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     memset(c, 0, sizeof *c);
     c->name = o->name;
     c->base = o->base;
-    c->handle = o->handle;
+    c->handler = o->handler;
     c->fallback = o->fallback;
-    c->ctx = o->ctx;
+    c->db = o->db;
     c->stats = o->stats;
     c->fd = -1;
     backoff_init(&c->retry_backoff, o->retry_delay_ms > 0 ? o->retry_delay_ms : 1000, RETRY_CAP_MS);
@@ -176,17 +176,52 @@ static void drop_front(consumer_t *c, size_t k)
     c->n -= k;
 }
 
+typedef struct handler_run {
+    const consumer_handler_t *h;
+    consumer_batch_t b;
+} handler_run_t;
+
+static int run_work(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    handler_run_t *r = arg;
+    memset(&r->b.counts, 0, sizeof r->b.counts);
+    return r->h->work(db, &r->b, err, errlen);
+}
+
+/* The first n deliveries of the batch through h: parse, one transaction, then after COMMIT
+ * the counts and the log lines; the items are freed in any case. */
+static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size_t n)
+{
+    handler_run_t r = {.h = h, .b = {.n = n, .queue = c->queue}};
+    char *items = calloc(n, h->item_size);
+    if (!items)
+        return DBC_UNAVAILABLE; /* kept unacked: retried later */
+    r.b.items = items;
+    for (size_t i = 0; i < n; i++)
+        h->parse(items + i * h->item_size, c->batch[i], c->queue);
+    dbc_result_t res = dbc_transaction(c->db, h->what, run_work, &r);
+    if (res == DBC_OK) {
+        stats_merge(c->stats, &r.b.counts);
+        for (size_t i = 0; h->log_item && i < n; i++)
+            h->log_item(items + i * h->item_size, c->queue);
+    }
+    for (size_t i = 0; h->free_item && i < n; i++)
+        h->free_item(items + i * h->item_size);
+    free(items);
+    return res;
+}
+
 /* One message at a time after the database refused a batch; the fallback stores a message its
  * handler still cannot. Returns false when the database went away (retry later). */
 static bool handle_isolated(consumer_t *c)
 {
     while (c->n > 0) {
         mq_delivery_t *d = c->batch[0];
-        dbc_result_t r = c->handle(c->ctx, c->batch, 1);
+        dbc_result_t r = run_handler(c, c->handler, 1);
         if (r == DBC_FAILED) {
             log_kv(LOG_ERROR, "message refused by the database; storing it raw", "queue", c->queue,
                    "message_id", d->message_id ? d->message_id : "", NULL);
-            r = c->fallback(c->ctx, d, c->queue);
+            r = run_handler(c, c->fallback, 1);
         }
         if (r != DBC_OK)
             return false;
@@ -214,7 +249,7 @@ static void handle_batch(consumer_t *c)
         char size[24];
         snprintf(size, sizeof size, "%zu", k);
         log_kv(LOG_DEBUG, "batch", "queue", c->queue, "size", size, NULL);
-        dbc_result_t r = c->handle(c->ctx, c->batch, k);
+        dbc_result_t r = run_handler(c, c->handler, k);
         if (r == DBC_UNAVAILABLE) {
             schedule_retry(c);
             return;

@@ -141,11 +141,11 @@ static int check_migrations(PGconn *db)
 }
 
 static int start_consumer(executor_t *x, consumer_t *c, const char *name, const char *queue,
-                          consumer_batch_fn fn, const mq_options_t *o)
+                          const consumer_handler_t *handler, const mq_options_t *o)
 {
     consumer_opts_t co = {.name = name, .queue = queue, .mq = o, .base = x->base,
-                          .retry_delay_ms = x->p.dlq_retry_delay_ms, .handle = fn,
-                          .fallback = dlq_store_raw, .ctx = x, .stats = &x->stats};
+                          .retry_delay_ms = x->p.dlq_retry_delay_ms, .handler = handler,
+                          .fallback = &dlq_raw_handler, .db = &x->db, .stats = &x->stats};
     char err[ERRBUF_SIZE];
     if (consumer_init(c, &co) != 0) {
         log_kv(LOG_ERROR, "out of memory", NULL);
@@ -173,12 +173,12 @@ static int connect_broker(executor_t *x)
         log_kv(LOG_ERROR, "cannot declare the topology", "error", err, NULL);
         return -1;
     }
-    if (start_consumer(x, &x->results, "results", x->p.results_queue, results_handle, &o) != 0 ||
-        start_consumer(x, &x->heartbeats, "heartbeats", x->p.heartbeats_queue, registry_handle,
+    if (start_consumer(x, &x->results, "results", x->p.results_queue, &results_handler, &o) != 0 ||
+        start_consumer(x, &x->heartbeats, "heartbeats", x->p.heartbeats_queue, &registry_handler,
                        &o) != 0)
         return -1;
     if (x->p.dlq_queue &&
-        start_consumer(x, &x->dlq, "dead-letters", x->p.dlq_queue, dlq_handle, &o) != 0)
+        start_consumer(x, &x->dlq, "dead-letters", x->p.dlq_queue, &dlq_handler, &o) != 0)
         return -1;
     if (!x->p.dlq_queue)
         log_kv(LOG_WARN, "dead-lettering is disabled: expired dispatches are failed only by the "

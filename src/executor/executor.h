@@ -69,14 +69,13 @@ int sched_tick(executor_t *x);
 void sched_flush_reverts(executor_t *x);
 void sched_free(executor_t *x);
 
-/* results.c: ExecutionStatusChanged / ExecutionCompleted batches. */
-dbc_result_t results_handle(void *ctx, mq_delivery_t *const *d, size_t n);
-/* registry.c: WorkerHeartbeat batches. */
-dbc_result_t registry_handle(void *ctx, mq_delivery_t *const *d, size_t n);
-/* dlq_handler.c: the dead-letter queue. */
-dbc_result_t dlq_handle(void *ctx, mq_delivery_t *const *d, size_t n);
-/* The last resort of every consumer: store one delivery raw (reason store_error). */
-dbc_result_t dlq_store_raw(void *ctx, const mq_delivery_t *d, const char *queue);
+/* The consumers' handlers (consumer.h). results.c: ExecutionStatusChanged and
+ * ExecutionCompleted; registry.c: WorkerHeartbeat; dlq_handler.c: the dead-letter queue, and
+ * the last resort of every consumer, one delivery stored raw (reason store_error). */
+extern const consumer_handler_t results_handler;
+extern const consumer_handler_t registry_handler;
+extern const consumer_handler_t dlq_handler;
+extern const consumer_handler_t dlq_raw_handler;
 
 /* monitor.c: scheduled too long -> failed; running on a stale worker -> abandoned. */
 void monitor_run(executor_t *x);
