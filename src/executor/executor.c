@@ -35,7 +35,7 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     executor_t *x = arg;
     if (x->draining)
         return;
-    int r = sched_tick(x);
+    int r = sched_tick(&x->sched);
     (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->p.poll_interval_ms);
 }
 
@@ -87,8 +87,8 @@ static void drain(executor_t *x)
     evtimer_del(&x->sched_ev);
     evtimer_del(&x->monitor_ev);
     each_consumer(x, consumer_finish);
-    sched_flush_reverts(x);
-    if (x->n_revert > 0)
+    sched_flush_reverts(&x->sched);
+    if (sched_pending_reverts(&x->sched) > 0)
         log_kv(LOG_WARN, "some unconfirmed dispatches stay scheduled; the monitor of the next "
                          "executor fails them after executor.scheduled_timeout_s", NULL);
     event_base_loopexit(x->base, NULL);
@@ -216,7 +216,10 @@ static int start(executor_t *x)
     PGconn *db = dbc_get(&x->db);
     if (!db || check_migrations(db) != 0)
         return -1;
-    return connect_broker(x) == 0 && setup_events(x) == 0 ? 0 : -1;
+    if (connect_broker(x) != 0)
+        return -1;
+    sched_init(&x->sched, x->cfg, &x->db, x->pub, &x->stats);
+    return setup_events(x);
 }
 
 /* Consumers first (their events are their own); freeing the base removes the loop's. */
@@ -226,7 +229,7 @@ static void stop(executor_t *x)
     consumer_free(&x->heartbeats);
     consumer_free(&x->dlq);
     mq_destroy(x->pub);
-    sched_free(x);
+    sched_free(&x->sched);
     dbc_free(&x->db);
     evloop_base_free(x->base);
 }

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 #include "executor/consumer.h"
 #include "executor/dbconn.h"
+#include "executor/scheduler.h"
 #include "executor/stats.h"
 #include "warren/config.h"
 #include "warren/evloop.h"
@@ -30,12 +31,6 @@ typedef struct exec_params {
     const char *dlq_queue;        /* NULL when dead-lettering is disabled */
 } exec_params_t;
 
-/* Worker ids whose queue this executor declared (pinned dispatches), so it does so once. */
-typedef struct declared_set {
-    char **ids;
-    size_t n, cap;
-} declared_set_t;
-
 typedef struct executor {
     const warren_config_t *cfg;   /* borrowed; topology declarations need it */
     exec_params_t p;
@@ -44,14 +39,9 @@ typedef struct executor {
     mq_client_t *pub;             /* dispatches; never consumes */
     consumer_t results, heartbeats, dlq;
     exec_stats_t stats;
-    declared_set_t declared;
-    /* scheduler state */
-    struct event sched_ev;
-    breaker_state_t sched_breaker_state; /* last publish breaker state logged (open/closed) */
-    int64_t *revert_ids;          /* unconfirmed dispatches still to move back to requested */
-    int *revert_attempts;
-    size_t n_revert, cap_revert;
+    sched_t sched;
     /* loop */
+    struct event sched_ev;        /* the scheduler's tick */
     struct event pump_ev, monitor_ev, stats_ev;
     evloop_signals_t signals;
     bool draining;
@@ -60,14 +50,6 @@ typedef struct executor {
 void exec_params_from(exec_params_t *p, const warren_config_t *cfg);
 /* Run until SIGTERM/SIGINT (drain, exit 0) or SIGQUIT. Returns an exit code. */
 int executor_run(const warren_config_t *cfg);
-
-/* scheduler.c: claim, assign, commit, publish. Returns 1 when it should run again at once (a
- * full batch went out), 0 when it should wait poll_interval_ms, -1 when it did not run
- * (breaker open, database unavailable). */
-int sched_tick(executor_t *x);
-/* Move unconfirmed dispatches that could not be reverted yet back to requested. */
-void sched_flush_reverts(executor_t *x);
-void sched_free(executor_t *x);
 
 /* The consumers' handlers (consumer.h). results.c: ExecutionStatusChanged and
  * ExecutionCompleted; registry.c: WorkerHeartbeat; dlq_handler.c: the dead-letter queue, and
