@@ -10,22 +10,6 @@
 
 #define STATS_INTERVAL_S 30
 
-void exec_params_from(exec_params_t *p, const warren_config_t *cfg)
-{
-    memset(p, 0, sizeof *p);
-    p->poll_interval_ms = cfg->executor.poll_interval_ms;
-    p->batch_size = cfg->executor.batch_size;
-    p->scheduled_timeout_s = cfg->executor.scheduled_timeout_s;
-    p->heartbeat_stale_factor = cfg->executor.heartbeat_stale_factor;
-    p->monitor_interval_s = cfg->executor.monitor_interval_s;
-    p->dlq_retry_delay_ms = cfg->executor.dlq_retry_delay_ms;
-    p->stats_interval_s = STATS_INTERVAL_S;
-    p->exchange = cfg->rabbitmq.exchanges.executions;
-    p->results_queue = cfg->rabbitmq.queues.results;
-    p->heartbeats_queue = cfg->rabbitmq.queues.heartbeats;
-    p->dlq_queue = cfg->rabbitmq.dead_letter.enabled ? cfg->rabbitmq.dead_letter.queue : NULL;
-}
-
 /* ---- timers ---- */
 
 static void on_sched(evutil_socket_t fd, short what, void *arg)
@@ -36,14 +20,14 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     if (x->draining)
         return;
     int r = sched_tick(&x->sched);
-    (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->p.poll_interval_ms);
+    (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->cfg->executor.poll_interval_ms);
 }
 
 static void each_consumer(executor_t *x, void (*fn)(consumer_t *))
 {
     fn(&x->results);
     fn(&x->heartbeats);
-    if (x->p.dlq_queue)
+    if (x->cfg->rabbitmq.dead_letter.enabled)
         fn(&x->dlq);
 }
 
@@ -144,7 +128,7 @@ static int start_consumer(executor_t *x, consumer_t *c, const char *name, const 
                           const consumer_handler_t *handler, const mq_options_t *o)
 {
     consumer_opts_t co = {.name = name, .queue = queue, .mq = o, .base = x->base,
-                          .retry_delay_ms = x->p.dlq_retry_delay_ms, .handler = handler,
+                          .retry_delay_ms = x->cfg->executor.dlq_retry_delay_ms, .handler = handler,
                           .fallback = &dlq_raw_handler, .db = &x->db, .stats = &x->stats};
     char err[ERRBUF_SIZE];
     if (consumer_init(c, &co) != 0) {
@@ -160,27 +144,30 @@ static int start_consumer(executor_t *x, consumer_t *c, const char *name, const 
 
 static int connect_broker(executor_t *x)
 {
+    const warren_config_t *cfg = x->cfg;
     mq_options_t o;
     char err[ERRBUF_SIZE];
-    mq_options_from_config(&o, x->cfg, "warren-executor");
+    mq_options_from_config(&o, cfg, "warren-executor");
     x->pub = mq_new(&o);
     if (!x->pub || mq_connect(x->pub, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot connect to RabbitMQ", "error", x->pub ? err : "out of memory",
                NULL);
         return -1;
     }
-    if (topo_declare_common(x->pub, x->cfg, err, sizeof err) != 0) {
+    if (topo_declare_common(x->pub, cfg, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot declare the topology", "error", err, NULL);
         return -1;
     }
-    if (start_consumer(x, &x->results, "results", x->p.results_queue, &results_handler, &o) != 0 ||
-        start_consumer(x, &x->heartbeats, "heartbeats", x->p.heartbeats_queue, &registry_handler,
-                       &o) != 0)
+    if (start_consumer(x, &x->results, "results", cfg->rabbitmq.queues.results, &results_handler,
+                       &o) != 0 ||
+        start_consumer(x, &x->heartbeats, "heartbeats", cfg->rabbitmq.queues.heartbeats,
+                       &registry_handler, &o) != 0)
         return -1;
-    if (x->p.dlq_queue &&
-        start_consumer(x, &x->dlq, "dead-letters", x->p.dlq_queue, &dlq_handler, &o) != 0)
+    bool dl = cfg->rabbitmq.dead_letter.enabled;
+    if (dl && start_consumer(x, &x->dlq, "dead-letters", cfg->rabbitmq.dead_letter.queue,
+                             &dlq_handler, &o) != 0)
         return -1;
-    if (!x->p.dlq_queue)
+    if (!dl)
         log_kv(LOG_WARN, "dead-lettering is disabled: expired dispatches are failed only by the "
                          "timeout monitor", NULL);
     return 0;
@@ -192,13 +179,12 @@ static int setup_events(executor_t *x)
     /* Set up even when the monitor is off, so that drain can simply delete it. */
     evtimer_assign(&x->monitor_ev, x->base, on_monitor, x);
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
+    int64_t monitor_s = x->cfg->executor.monitor_interval_s; /* 0: off */
     bool ok = evloop_arm(&x->sched_ev, 0) == 0 &&
               evloop_every(&x->pump_ev, x->base, pump_ms, on_pump, x) == 0 &&
-              evloop_every(&x->stats_ev, x->base, (int64_t)x->p.stats_interval_s * 1000, on_stats,
-                           x) == 0 &&
-              (x->p.monitor_interval_s == 0 ||
-               evloop_every(&x->monitor_ev, x->base, (int64_t)x->p.monitor_interval_s * 1000,
-                            on_monitor, x) == 0) &&
+              evloop_every(&x->stats_ev, x->base, STATS_INTERVAL_S * 1000, on_stats, x) == 0 &&
+              (monitor_s == 0 ||
+               evloop_every(&x->monitor_ev, x->base, monitor_s * 1000, on_monitor, x) == 0) &&
               evloop_signals_init(&x->signals, x->base, on_stop, x) == 0;
     if (!ok)
         log_kv(LOG_ERROR, "cannot set up the event loop", NULL);
@@ -242,13 +228,13 @@ int executor_run(const warren_config_t *cfg)
         return EXIT_RUNTIME;
     }
     x->cfg = cfg;
-    exec_params_from(&x->p, cfg);
     int rc = EXIT_RUNTIME;
     if (start(x) == 0) {
         char batch[16];
-        snprintf(batch, sizeof batch, "%d", x->p.batch_size);
-        log_kv(LOG_INFO, "executor started", "results", x->p.results_queue, "heartbeats",
-               x->p.heartbeats_queue, "dead_letters", x->p.dlq_queue ? x->p.dlq_queue : "(disabled)",
+        snprintf(batch, sizeof batch, "%d", cfg->executor.batch_size);
+        log_kv(LOG_INFO, "executor started", "results", cfg->rabbitmq.queues.results,
+               "heartbeats", cfg->rabbitmq.queues.heartbeats, "dead_letters",
+               cfg->rabbitmq.dead_letter.enabled ? cfg->rabbitmq.dead_letter.queue : "(disabled)",
                "batch_size", batch, NULL);
         event_base_dispatch(x->base);
         rc = EXIT_OK; /* a second signal or SIGQUIT never comes back here */

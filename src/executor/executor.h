@@ -17,23 +17,8 @@
 #include "warren/evloop.h"
 #include "warren/mq.h"
 
-/* Plain settings of the executor's jobs, taken from the configuration by exec_params_from(). */
-typedef struct exec_params {
-    int poll_interval_ms;
-    int batch_size;
-    int scheduled_timeout_s;
-    int heartbeat_stale_factor;
-    int monitor_interval_s;       /* 0: no timeout monitor */
-    int dlq_retry_delay_ms;
-    int stats_interval_s;
-    const char *exchange;         /* executions topic exchange */
-    const char *results_queue, *heartbeats_queue;
-    const char *dlq_queue;        /* NULL when dead-lettering is disabled */
-} exec_params_t;
-
 typedef struct executor {
-    const warren_config_t *cfg;   /* borrowed; topology declarations need it */
-    exec_params_t p;
+    const warren_config_t *cfg;   /* borrowed; the one source of every setting */
     struct event_base *base;
     dbconn_t db;
     mq_client_t *pub;             /* dispatches; never consumes */
@@ -47,7 +32,6 @@ typedef struct executor {
     bool draining;
 } executor_t;
 
-void exec_params_from(exec_params_t *p, const warren_config_t *cfg);
 /* Run until SIGTERM/SIGINT (drain, exit 0) or SIGQUIT. Returns an exit code. */
 int executor_run(const warren_config_t *cfg);
 

@@ -423,8 +423,9 @@ static void publish(sched_t *s, sched_batch_t *b)
             continue;
         }
         msgs[m] = (mq_message_t){.exchange = s->cfg->rabbitmq.exchanges.executions,
-                                 .routing_key = j->routing_key, .body = j->body, .body_len = j->body_len,
-                                 .message_id = j->message_id, .correlation_id = j->id_text,
+                                 .routing_key = j->routing_key, .body = j->body,
+                                 .body_len = j->body_len, .message_id = j->message_id,
+                                 .correlation_id = j->id_text,
                                  .type = msg_type_name(MSG_EXECUTION_REQUESTED),
                                  .execution_id = j->id_text, .mandatory = true};
         job_of[m++] = i;
