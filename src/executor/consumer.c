@@ -19,16 +19,16 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     memset(c, 0, sizeof *c);
     c->name = o->name;
     c->base = o->base;
-    c->handle = o->handle;
+    c->handler = o->handler;
     c->fallback = o->fallback;
-    c->ctx = o->ctx;
+    c->db = o->db;
     c->stats = o->stats;
     c->fd = -1;
     backoff_init(&c->retry_backoff, o->retry_delay_ms > 0 ? o->retry_delay_ms : 1000, RETRY_CAP_MS);
     c->queue = strdup(o->queue);
     c->mq = mq_new(o->mq);
-    c->retry_ev = evtimer_new(o->base, on_retry, c);
-    return c->queue && c->mq && c->retry_ev ? 0 : -1;
+    evtimer_assign(&c->retry_ev, o->base, on_retry, c);
+    return c->queue && c->mq ? 0 : -1;
 }
 
 static void free_batch(consumer_t *c, size_t from)
@@ -38,23 +38,21 @@ static void free_batch(consumer_t *c, size_t from)
     c->n = from;
 }
 
+/* May run inside read_ev's own callback: the event is only deleted, never freed. */
 static void unwatch(consumer_t *c)
 {
-    if (c->read_ev) {
-        event_del(c->read_ev);
-        event_free(c->read_ev);
-    }
-    c->read_ev = NULL;
+    if (c->fd >= 0)
+        event_del(&c->read_ev);
     c->fd = -1;
 }
 
 void consumer_free(consumer_t *c)
 {
+    if (!c->queue && !c->mq)
+        return; /* never set up */
     unwatch(c);
-    if (c->retry_ev)
-        event_free(c->retry_ev);
-    if (c->mq)
-        free_batch(c, 0);
+    event_del(&c->retry_ev);
+    free_batch(c, 0);
     free(c->batch);
     mq_destroy(c->mq);
     free(c->queue);
@@ -75,14 +73,13 @@ static void sync_watch(consumer_t *c)
 {
     bool want = c->subscribed && mq_connected(c->mq) && !c->retry_pending;
     int fd = want ? mq_fd(c->mq) : -1;
-    if (c->read_ev && (!want || fd != c->fd))
+    if (c->fd >= 0 && (!want || fd != c->fd))
         unwatch(c);
-    if (!want || c->read_ev)
+    if (!want || c->fd >= 0)
         return;
-    c->read_ev = event_new(c->base, fd, EV_READ | EV_PERSIST, on_readable, c);
-    if (!c->read_ev || event_add(c->read_ev, NULL) != 0) {
+    if (event_assign(&c->read_ev, c->base, fd, EV_READ | EV_PERSIST, on_readable, c) != 0 ||
+        event_add(&c->read_ev, NULL) != 0) {
         log_kv(LOG_ERROR, "cannot watch the consumer socket", "queue", c->queue, NULL);
-        unwatch(c);
         return;
     }
     c->fd = fd;
@@ -158,8 +155,7 @@ static void ack(consumer_t *c, uint64_t tag, bool multiple)
 
 static void schedule_retry(consumer_t *c)
 {
-    int64_t delay = backoff_next(&c->retry_backoff, 0.5 + (double)random() / RAND_MAX / 2);
-    struct timeval tv = {.tv_sec = delay / 1000, .tv_usec = (delay % 1000) * 1000};
+    int64_t delay = backoff_next(&c->retry_backoff, evloop_random());
     char ms[24], held[24];
     snprintf(ms, sizeof ms, "%lld", (long long)delay);
     snprintf(held, sizeof held, "%zu", c->n);
@@ -167,7 +163,7 @@ static void schedule_retry(consumer_t *c)
            "unacked", held, NULL);
     c->stats->batches_retried++;
     c->retry_pending = true;
-    evtimer_add(c->retry_ev, &tv);
+    (void)evloop_arm(&c->retry_ev, delay);
     sync_watch(c);
 }
 
@@ -180,17 +176,52 @@ static void drop_front(consumer_t *c, size_t k)
     c->n -= k;
 }
 
+typedef struct handler_run {
+    const consumer_handler_t *h;
+    consumer_batch_t b;
+} handler_run_t;
+
+static int run_work(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    handler_run_t *r = arg;
+    memset(&r->b.counts, 0, sizeof r->b.counts);
+    return r->h->work(db, &r->b, err, errlen);
+}
+
+/* The first n deliveries of the batch through h: parse, one transaction, then after COMMIT
+ * the counts and the log lines; the items are freed in any case. */
+static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size_t n)
+{
+    handler_run_t r = {.h = h, .b = {.n = n, .queue = c->queue}};
+    char *items = calloc(n, h->item_size);
+    if (!items)
+        return DBC_UNAVAILABLE; /* kept unacked: retried later */
+    r.b.items = items;
+    for (size_t i = 0; i < n; i++)
+        h->parse(items + i * h->item_size, c->batch[i], c->queue);
+    dbc_result_t res = dbc_transaction(c->db, h->what, run_work, &r);
+    if (res == DBC_OK) {
+        stats_merge(c->stats, &r.b.counts);
+        for (size_t i = 0; h->log_item && i < n; i++)
+            h->log_item(items + i * h->item_size, c->queue);
+    }
+    for (size_t i = 0; h->free_item && i < n; i++)
+        h->free_item(items + i * h->item_size);
+    free(items);
+    return res;
+}
+
 /* One message at a time after the database refused a batch; the fallback stores a message its
  * handler still cannot. Returns false when the database went away (retry later). */
 static bool handle_isolated(consumer_t *c)
 {
     while (c->n > 0) {
         mq_delivery_t *d = c->batch[0];
-        dbc_result_t r = c->handle(c->ctx, c->batch, 1);
+        dbc_result_t r = run_handler(c, c->handler, 1);
         if (r == DBC_FAILED) {
             log_kv(LOG_ERROR, "message refused by the database; storing it raw", "queue", c->queue,
                    "message_id", d->message_id ? d->message_id : "", NULL);
-            r = c->fallback(c->ctx, d, c->queue);
+            r = run_handler(c, c->fallback, 1);
         }
         if (r != DBC_OK)
             return false;
@@ -218,7 +249,7 @@ static void handle_batch(consumer_t *c)
         char size[24];
         snprintf(size, sizeof size, "%zu", k);
         log_kv(LOG_DEBUG, "batch", "queue", c->queue, "size", size, NULL);
-        dbc_result_t r = c->handle(c->ctx, c->batch, k);
+        dbc_result_t r = run_handler(c, c->handler, k);
         if (r == DBC_UNAVAILABLE) {
             schedule_retry(c);
             return;
@@ -299,6 +330,6 @@ void consumer_finish(consumer_t *c)
         log_kv(LOG_WARN, "leaving unacked deliveries to the broker", "queue", c->queue, "unacked",
                held, NULL);
     }
-    evtimer_del(c->retry_ev);
+    evtimer_del(&c->retry_ev);
     unwatch(c);
 }

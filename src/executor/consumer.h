@@ -1,10 +1,10 @@
 /*
  * One queue the executor consumes, on its own MessageClient, driven by the event loop: the
- * socket as a read event, deliveries drained into a batch, the batch handed to a handler that
- * commits it in one transaction, then acked in one go. A database outage keeps the batch
- * unacked and retries it after a delay; a batch the database refuses is retried one message at
- * a time, and a single message it still refuses is stored raw by the fallback. Nothing is
- * acked before it is committed, and nothing is acked without being stored.
+ * socket as a read event, deliveries drained into a batch, the batch parsed and committed in
+ * one transaction through the queue's handler, then acked in one go. A database outage keeps
+ * the batch unacked and retries it after a delay; a batch the database refuses is retried one
+ * message at a time, and a single message it still refuses is stored raw by the fallback.
+ * Nothing is acked before it is committed, and nothing is acked without being stored.
  */
 #ifndef WARREN_EXECUTOR_CONSUMER_H
 #define WARREN_EXECUTOR_CONSUMER_H
@@ -13,32 +13,54 @@
 #include "executor/dbconn.h"
 #include "executor/stats.h"
 #include "warren/backoff.h"
+#include "warren/evloop.h"
 #include "warren/mq.h"
 
-/* Apply deliveries[0..n) in one transaction. */
-typedef dbc_result_t (*consumer_batch_fn)(void *ctx, mq_delivery_t *const *deliveries, size_t n);
-/* Store one delivery consumed from queue raw (dead_letters, reason store_error) when its
- * handler keeps failing. */
-typedef dbc_result_t (*consumer_fallback_fn)(void *ctx, const mq_delivery_t *d, const char *queue);
+/* One batch on its way through a handler: one item per delivery, in delivery order. */
+typedef struct consumer_batch {
+    void *items;                  /* n items of the handler's item_size bytes */
+    size_t n;
+    const char *queue;            /* the queue the deliveries came from */
+    exec_stats_t counts;          /* what the transaction did; zero when work starts, merged
+                                   * into the executor's counters only after COMMIT */
+} consumer_batch_t;
+
+/*
+ * What a queue's messages mean. The steps every batch takes are the consumer's: allocate
+ * zeroed items, parse each delivery into one, run work in one transaction, and after COMMIT
+ * merge the counts and log each item; free the items whatever the outcome.
+ */
+typedef struct consumer_handler {
+    const char *what;             /* the transaction, for logs: "applying results" */
+    size_t item_size;
+    /* Fill item from d, outside the transaction. A message that cannot be used is marked in
+     * its item (work stores it as a dead letter), never refused. */
+    void (*parse)(void *item, const mq_delivery_t *d, const char *queue);
+    /* The batch's statements: 0 to commit, -1 with err to roll back. */
+    int (*work)(PGconn *db, consumer_batch_t *b, char *err, size_t errlen);
+    /* After COMMIT, one item's log lines; NULL: nothing to log. */
+    void (*log_item)(const void *item, const char *queue);
+    /* Release what parse and work attached to item (not item itself); NULL: nothing. */
+    void (*free_item)(void *item);
+} consumer_handler_t;
 
 typedef struct consumer {
     const char *name;             /* "results", "heartbeats", "dead-letters": for logs */
     char *queue;
     mq_client_t *mq;              /* owned */
     struct event_base *base;      /* borrowed */
-    struct event *read_ev;        /* on the client's socket while consuming */
-    int fd;
-    struct event *retry_ev;       /* timer: retry a batch after a database error */
+    struct event read_ev;         /* on the client's socket while watching */
+    int fd;                       /* the socket read_ev watches; -1 while not watching */
+    struct event retry_ev;        /* timer: retry a batch after a database error */
     mq_delivery_t **batch;        /* read, not yet committed and acked */
     size_t n, cap;
     bool subscribed;
     bool retry_pending;
     bool isolate;                 /* the database refused a batch: one message at a time */
     backoff_t retry_backoff;
-    consumer_batch_fn handle;
-    consumer_fallback_fn fallback;
-    void *ctx;
-    exec_stats_t *stats;
+    const consumer_handler_t *handler, *fallback;
+    dbconn_t *db;                 /* borrowed */
+    exec_stats_t *stats;          /* borrowed */
     int64_t next_subscribe_log_ms;
 } consumer_t;
 
@@ -47,13 +69,16 @@ typedef struct consumer_opts {
     const mq_options_t *mq;
     struct event_base *base;
     int retry_delay_ms;           /* first retry delay after a database error; doubles to 30 s */
-    consumer_batch_fn handle;
-    consumer_fallback_fn fallback;
-    void *ctx;
+    const consumer_handler_t *handler;
+    /* Stores one delivery raw (dead_letters, reason store_error) when handler keeps failing
+     * on it alone. */
+    const consumer_handler_t *fallback;
+    dbconn_t *db;
     exec_stats_t *stats;
 } consumer_opts_t;
 
-/* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker. */
+/* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker
+ * and may also be given a zeroed consumer_t that was never set up. */
 int consumer_init(consumer_t *c, const consumer_opts_t *o) WARN_UNUSED;
 void consumer_free(consumer_t *c);
 /* Subscribe (connecting if needed) and watch the socket; -1 with err when it cannot. */

@@ -3,6 +3,7 @@
 #include <string.h>
 #include "executor/dbconn.h"
 #include "warren/db.h"
+#include "warren/evloop.h"
 #include "warren/log.h"
 
 #define RECONNECT_BASE_MS 200
@@ -30,7 +31,7 @@ static void drop(dbconn_t *d)
     if (d->conn)
         PQfinish(d->conn);
     d->conn = NULL;
-    int64_t delay = backoff_next(&d->backoff, (double)random() / ((double)RAND_MAX + 1.0));
+    int64_t delay = backoff_next(&d->backoff, evloop_random());
     d->next_try_ms = now_mono_ms() + delay;
 }
 

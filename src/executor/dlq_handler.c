@@ -221,13 +221,6 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t
     return rc;
 }
 
-typedef struct dlq_batch {
-    executor_t *x;
-    dlq_item_t *items;
-    size_t n;
-    exec_stats_t counts;         /* this transaction's counts, merged after COMMIT */
-} dlq_batch_t;
-
 static void build_record(dl_record_t *rec, const dlq_item_t *it, const char *queue)
 {
     dlrec_from_delivery(rec, it->in.d, &it->xd, it->headers, queue);
@@ -241,21 +234,20 @@ static void build_record(dl_record_t *rec, const dlq_item_t *it, const char *que
     }
 }
 
-static int dlq_work(PGconn *db, void *arg, char *err, size_t errlen)
+static int dlq_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
-    dlq_batch_t *b = arg;
+    dlq_item_t *items = b->items;
     PGresult *rows = NULL;
-    memset(&b->counts, 0, sizeof b->counts);
-    if (load_rows(db, b->items, b->n, &rows, err, errlen) != 0)
+    if (load_rows(db, items, b->n, &rows, err, errlen) != 0)
         return -1;
     char(*status)[16] = calloc((size_t)PQntuples(rows) + 1, sizeof *status);
     dl_record_t *recs = calloc(b->n, sizeof *recs);
     int rc = -1;
     if (status && recs) {
-        decide(b->items, b->n, rows, status);
+        decide(items, b->n, rows, status);
         for (size_t i = 0; i < b->n; i++)
-            build_record(&recs[i], &b->items[i], b->x->p.dlq_queue);
-        rc = fail_executions(db, b->items, b->n, &b->counts, err, errlen);
+            build_record(&recs[i], &items[i], b->queue);
+        rc = fail_executions(db, items, b->n, &b->counts, err, errlen);
         if (rc == 0)
             rc = dlstore_insert(db, recs, b->n, &b->counts, err, errlen);
     } else {
@@ -267,18 +259,19 @@ static int dlq_work(PGconn *db, void *arg, char *err, size_t errlen)
     return rc;
 }
 
-static void reset_decisions(dlq_item_t *items, size_t n)
+static void dlq_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
-    for (size_t i = 0; i < n; i++) {
-        free(items[i].snapshot);
-        free(items[i].result);
-        items[i].snapshot = items[i].result = NULL;
-        items[i].fail_execution = false;
-    }
+    (void)queue;
+    dlq_item_t *it = item;
+    hdr_first_death(&d->headers, &it->xd);
+    it->headers = hdr_to_json(&d->headers);
+    classify(it, d);
 }
 
-static void log_item(const dlq_item_t *it)
+static void log_item(const void *item, const char *queue)
 {
+    (void)queue;
+    const dlq_item_t *it = item;
     char id[24] = "";
     if (it->needs_row)
         snprintf(id, sizeof id, "%" PRId64, it->disp.execution_id);
@@ -290,56 +283,34 @@ static void log_item(const dlq_item_t *it)
                "queue", it->xd.queue, "error", it->in.error, NULL);
 }
 
-dbc_result_t dlq_handle(void *ctx, mq_delivery_t *const *d, size_t n)
+static void dlq_free(void *item)
 {
-    executor_t *x = ctx;
-    dlq_batch_t b = {.x = x, .n = n, .items = calloc(n, sizeof(dlq_item_t))};
-    if (!b.items)
-        return DBC_UNAVAILABLE;
-    for (size_t i = 0; i < n; i++) {
-        hdr_first_death(&d[i]->headers, &b.items[i].xd);
-        b.items[i].headers = hdr_to_json(&d[i]->headers);
-        classify(&b.items[i], d[i]);
-    }
-    dbc_result_t r = dbc_transaction(&x->db, "storing dead letters", dlq_work, &b);
-    if (r == DBC_OK) {
-        stats_merge(&x->stats, &b.counts);
-        for (size_t i = 0; i < n; i++)
-            log_item(&b.items[i]);
-    }
-    reset_decisions(b.items, n);
-    for (size_t i = 0; i < n; i++) {
-        inmsg_close(&b.items[i].in);
-        json_object_put(b.items[i].headers);
-    }
-    free(b.items);
-    return r;
+    dlq_item_t *it = item;
+    free(it->snapshot);
+    free(it->result);
+    inmsg_close(&it->in);
+    json_object_put(it->headers);
 }
 
-typedef struct raw_store {
-    const dl_record_t *rec;
-    exec_stats_t counts;
-} raw_store_t;
+const consumer_handler_t dlq_handler = {
+    .what = "storing dead letters", .item_size = sizeof(dlq_item_t), .parse = dlq_parse,
+    .work = dlq_work, .log_item = log_item, .free_item = dlq_free};
 
-static int raw_work(PGconn *db, void *arg, char *err, size_t errlen)
+/* Nothing derived from the content: only what the database cannot refuse. */
+static void raw_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
-    raw_store_t *s = arg;
-    memset(&s->counts, 0, sizeof s->counts);
-    return dlstore_insert(db, s->rec, 1, &s->counts, err, errlen);
+    dl_record_t *rec = item;
+    dlrec_from_delivery(rec, d, NULL, NULL, queue);
+    snprintf(rec->dedup_suffix, sizeof rec->dedup_suffix, "/%s/store_error", queue);
+    rec->reason = "store_error";
+    rec->error = "the database refused this message's record; stored raw without headers";
 }
 
-dbc_result_t dlq_store_raw(void *ctx, const mq_delivery_t *d, const char *queue)
+static int raw_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
-    executor_t *x = ctx;
-    dl_record_t rec;
-    /* Nothing derived from the content: only what the database cannot refuse. */
-    dlrec_from_delivery(&rec, d, NULL, NULL, queue);
-    snprintf(rec.dedup_suffix, sizeof rec.dedup_suffix, "/%s/store_error", queue);
-    rec.reason = "store_error";
-    rec.error = "the database refused this message's record; stored raw without headers";
-    raw_store_t s = {.rec = &rec};
-    dbc_result_t r = dbc_transaction(&x->db, "storing a message raw", raw_work, &s);
-    if (r == DBC_OK)
-        stats_merge(&x->stats, &s.counts);
-    return r;
+    return dlstore_insert(db, b->items, b->n, &b->counts, err, errlen);
 }
+
+const consumer_handler_t dlq_raw_handler = {
+    .what = "storing a message raw", .item_size = sizeof(dl_record_t), .parse = raw_parse,
+    .work = raw_work};

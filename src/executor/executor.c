@@ -1,5 +1,4 @@
 /* The executor daemon's event loop: start-up checks, timers, consumers, signals, shutdown. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,28 +9,6 @@
 #include "warren/topology.h"
 
 #define STATS_INTERVAL_S 30
-#define PUMP_MAX_MS 1000
-
-void exec_params_from(exec_params_t *p, const warren_config_t *cfg)
-{
-    memset(p, 0, sizeof *p);
-    p->poll_interval_ms = cfg->executor.poll_interval_ms;
-    p->batch_size = cfg->executor.batch_size;
-    p->scheduled_timeout_s = cfg->executor.scheduled_timeout_s;
-    p->heartbeat_stale_factor = cfg->executor.heartbeat_stale_factor;
-    p->monitor_interval_s = cfg->executor.monitor_interval_s;
-    p->dlq_retry_delay_ms = cfg->executor.dlq_retry_delay_ms;
-    p->stats_interval_s = STATS_INTERVAL_S;
-    p->exchange = cfg->rabbitmq.exchanges.executions;
-    p->results_queue = cfg->rabbitmq.queues.results;
-    p->heartbeats_queue = cfg->rabbitmq.queues.heartbeats;
-    p->dlq_queue = cfg->rabbitmq.dead_letter.enabled ? cfg->rabbitmq.dead_letter.queue : NULL;
-}
-
-static struct timeval ms_tv(int64_t ms)
-{
-    return (struct timeval){.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-}
 
 /* ---- timers ---- */
 
@@ -42,16 +19,15 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     executor_t *x = arg;
     if (x->draining)
         return;
-    int r = sched_tick(x);
-    struct timeval tv = ms_tv(r == 1 ? 0 : x->p.poll_interval_ms);
-    evtimer_add(x->sched_ev, &tv);
+    int r = sched_tick(&x->sched);
+    (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->cfg->executor.poll_interval_ms);
 }
 
 static void each_consumer(executor_t *x, void (*fn)(consumer_t *))
 {
     fn(&x->results);
     fn(&x->heartbeats);
-    if (x->p.dlq_queue)
+    if (x->cfg->rabbitmq.dead_letter.enabled)
         fn(&x->dlq);
 }
 
@@ -92,52 +68,32 @@ static void drain(executor_t *x)
 {
     x->draining = true;
     log_kv(LOG_INFO, "draining: no new claims; finishing the batches in hand", NULL);
-    evtimer_del(x->sched_ev);
-    if (x->monitor_ev)
-        evtimer_del(x->monitor_ev);
+    evtimer_del(&x->sched_ev);
+    evtimer_del(&x->monitor_ev);
     each_consumer(x, consumer_finish);
-    sched_flush_reverts(x);
-    if (x->n_revert > 0)
+    sched_flush_reverts(&x->sched);
+    if (sched_pending_reverts(&x->sched) > 0)
         log_kv(LOG_WARN, "some unconfirmed dispatches stay scheduled; the monitor of the next "
                          "executor fails them after executor.scheduled_timeout_s", NULL);
     event_base_loopexit(x->base, NULL);
 }
 
-/* Second SIGTERM/SIGINT, possibly while the drain waits on the database: leave now. */
-static void exit_fast(int sig)
+static void on_stop(void *arg, evloop_stop_t step, const char *signal_name)
 {
-    (void)sig;
-    static const char msg[] = "warren executor: second signal: exiting without finishing\n";
-    ssize_t ignored = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)ignored;
-    _exit(EXIT_RUNTIME);
-}
-
-static void on_term(evutil_socket_t sig, short what, void *arg)
-{
-    (void)what;
     executor_t *x = arg;
-    if (x->terms++ > 0)
+    if (step == EVLOOP_DRAIN) {
+        log_kv(LOG_INFO, "signal received: shutting down", "signal", signal_name, NULL);
+        /* The drain runs right here and may block in libpq: a second signal must still end
+         * the process. */
+        evloop_signals_exit_on_next(&x->signals, "warren executor: second signal: exiting "
+                                                 "without finishing\n");
+        drain(x);
         return;
-    log_kv(LOG_INFO, "signal received: shutting down", "signal", strsignal((int)sig), NULL);
-    /* The drain runs right here and may block in libpq; a plain handler still sees the
-     * second signal. */
-    event_del(x->sig_term);
-    event_del(x->sig_int);
-    struct sigaction sa = {.sa_handler = exit_fast};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    drain(x);
-}
-
-static void on_quit(evutil_socket_t sig, short what, void *arg)
-{
-    (void)sig;
-    (void)what;
-    (void)arg;
+    }
     /* At once: unacked deliveries return to their queues when the connections drop. */
-    log_kv(LOG_WARN, "SIGQUIT: exiting at once", NULL);
+    log_kv(LOG_WARN, step == EVLOOP_EXIT_NOW ? "SIGQUIT: exiting at once"
+                                             : "second signal: exiting without finishing",
+           "signal", signal_name, NULL);
     _exit(EXIT_RUNTIME);
 }
 
@@ -163,11 +119,11 @@ static int check_migrations(PGconn *db)
 }
 
 static int start_consumer(executor_t *x, consumer_t *c, const char *name, const char *queue,
-                          consumer_batch_fn fn, const mq_options_t *o)
+                          const consumer_handler_t *handler, const mq_options_t *o)
 {
     consumer_opts_t co = {.name = name, .queue = queue, .mq = o, .base = x->base,
-                          .retry_delay_ms = x->p.dlq_retry_delay_ms, .handle = fn,
-                          .fallback = dlq_store_raw, .ctx = x, .stats = &x->stats};
+                          .retry_delay_ms = x->cfg->executor.dlq_retry_delay_ms, .handler = handler,
+                          .fallback = &dlq_raw_handler, .db = &x->db, .stats = &x->stats};
     char err[ERRBUF_SIZE];
     if (consumer_init(c, &co) != 0) {
         log_kv(LOG_ERROR, "out of memory", NULL);
@@ -182,67 +138,48 @@ static int start_consumer(executor_t *x, consumer_t *c, const char *name, const 
 
 static int connect_broker(executor_t *x)
 {
+    const warren_config_t *cfg = x->cfg;
     mq_options_t o;
     char err[ERRBUF_SIZE];
-    mq_options_from_config(&o, x->cfg, "warren-executor");
+    mq_options_from_config(&o, cfg, "warren-executor");
     x->pub = mq_new(&o);
     if (!x->pub || mq_connect(x->pub, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot connect to RabbitMQ", "error", x->pub ? err : "out of memory",
                NULL);
         return -1;
     }
-    if (topo_declare_common(x->pub, x->cfg, err, sizeof err) != 0) {
+    if (topo_declare_common(x->pub, cfg, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot declare the topology", "error", err, NULL);
         return -1;
     }
-    if (start_consumer(x, &x->results, "results", x->p.results_queue, results_handle, &o) != 0 ||
-        start_consumer(x, &x->heartbeats, "heartbeats", x->p.heartbeats_queue, registry_handle,
-                       &o) != 0)
+    if (start_consumer(x, &x->results, "results", cfg->rabbitmq.queues.results, &results_handler,
+                       &o) != 0 ||
+        start_consumer(x, &x->heartbeats, "heartbeats", cfg->rabbitmq.queues.heartbeats,
+                       &registry_handler, &o) != 0)
         return -1;
-    if (x->p.dlq_queue &&
-        start_consumer(x, &x->dlq, "dead-letters", x->p.dlq_queue, dlq_handle, &o) != 0)
+    bool dl = cfg->rabbitmq.dead_letter.enabled;
+    if (dl && start_consumer(x, &x->dlq, "dead-letters", cfg->rabbitmq.dead_letter.queue,
+                             &dlq_handler, &o) != 0)
         return -1;
-    if (!x->p.dlq_queue)
+    if (!dl)
         log_kv(LOG_WARN, "dead-lettering is disabled: expired dispatches are failed only by the "
                          "timeout monitor", NULL);
     return 0;
 }
 
-static int pump_interval_ms(const warren_config_t *cfg)
-{
-    int ms = cfg->rabbitmq.heartbeat_s > 0 ? cfg->rabbitmq.heartbeat_s * 1000 / 4 : PUMP_MAX_MS;
-    return ms < 100 ? 100 : ms > PUMP_MAX_MS ? PUMP_MAX_MS : ms;
-}
-
-static struct event *add_timer(executor_t *x, event_callback_fn fn, int64_t ms, bool persist)
-{
-    struct event *ev = event_new(x->base, -1, persist ? EV_PERSIST : 0, fn, x);
-    struct timeval tv = ms_tv(ms);
-    if (ev)
-        event_add(ev, &tv);
-    return ev;
-}
-
-static struct event *add_signal(executor_t *x, int sig, event_callback_fn fn)
-{
-    struct event *ev = evsignal_new(x->base, sig, fn, x);
-    if (ev)
-        event_add(ev, NULL);
-    return ev;
-}
-
 static int setup_events(executor_t *x)
 {
-    x->sched_ev = add_timer(x, on_sched, 0, false);
-    x->pump_ev = add_timer(x, on_pump, pump_interval_ms(x->cfg), true);
-    x->stats_ev = add_timer(x, on_stats, (int64_t)x->p.stats_interval_s * 1000, true);
-    if (x->p.monitor_interval_s > 0)
-        x->monitor_ev = add_timer(x, on_monitor, (int64_t)x->p.monitor_interval_s * 1000, true);
-    x->sig_term = add_signal(x, SIGTERM, on_term);
-    x->sig_int = add_signal(x, SIGINT, on_term);
-    x->sig_quit = add_signal(x, SIGQUIT, on_quit);
-    bool ok = x->sched_ev && x->pump_ev && x->stats_ev && x->sig_term && x->sig_int && x->sig_quit &&
-              (x->p.monitor_interval_s == 0 || x->monitor_ev);
+    evtimer_assign(&x->sched_ev, x->base, on_sched, x);
+    /* Set up even when the monitor is off, so that drain can simply delete it. */
+    evtimer_assign(&x->monitor_ev, x->base, on_monitor, x);
+    int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
+    int64_t monitor_s = x->cfg->executor.monitor_interval_s; /* 0: off */
+    bool ok = evloop_arm(&x->sched_ev, 0) == 0 &&
+              evloop_every(&x->pump_ev, x->base, pump_ms, on_pump, x) == 0 &&
+              evloop_every(&x->stats_ev, x->base, STATS_INTERVAL_S * 1000, on_stats, x) == 0 &&
+              (monitor_s == 0 ||
+               evloop_every(&x->monitor_ev, x->base, monitor_s * 1000, on_monitor, x) == 0) &&
+              evloop_signals_init(&x->signals, x->base, on_stop, x) == 0;
     if (!ok)
         log_kv(LOG_ERROR, "cannot set up the event loop", NULL);
     return ok ? 0 : -1;
@@ -259,32 +196,22 @@ static int start(executor_t *x)
     PGconn *db = dbc_get(&x->db);
     if (!db || check_migrations(db) != 0)
         return -1;
-    return connect_broker(x) == 0 && setup_events(x) == 0 ? 0 : -1;
+    if (connect_broker(x) != 0)
+        return -1;
+    sched_init(&x->sched, x->cfg, &x->db, x->pub, &x->stats);
+    return setup_events(x);
 }
 
-static void free_event(struct event *ev)
-{
-    if (ev)
-        event_free(ev);
-}
-
+/* Consumers first (their events are their own); freeing the base removes the loop's. */
 static void stop(executor_t *x)
 {
-    struct event *evs[] = {x->sched_ev, x->pump_ev, x->stats_ev, x->monitor_ev,
-                           x->sig_term, x->sig_int, x->sig_quit};
-    for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
-        free_event(evs[i]);
-    if (x->results.mq)
-        consumer_free(&x->results);
-    if (x->heartbeats.mq)
-        consumer_free(&x->heartbeats);
-    if (x->dlq.mq)
-        consumer_free(&x->dlq);
+    consumer_free(&x->results);
+    consumer_free(&x->heartbeats);
+    consumer_free(&x->dlq);
     mq_destroy(x->pub);
-    sched_free(x);
+    sched_free(&x->sched);
     dbc_free(&x->db);
-    if (x->base)
-        event_base_free(x->base);
+    evloop_base_free(x->base);
 }
 
 int executor_run(const warren_config_t *cfg)
@@ -295,16 +222,16 @@ int executor_run(const warren_config_t *cfg)
         return EXIT_RUNTIME;
     }
     x->cfg = cfg;
-    exec_params_from(&x->p, cfg);
     int rc = EXIT_RUNTIME;
     if (start(x) == 0) {
         char batch[16];
-        snprintf(batch, sizeof batch, "%d", x->p.batch_size);
-        log_kv(LOG_INFO, "executor started", "results", x->p.results_queue, "heartbeats",
-               x->p.heartbeats_queue, "dead_letters", x->p.dlq_queue ? x->p.dlq_queue : "(disabled)",
+        snprintf(batch, sizeof batch, "%d", cfg->executor.batch_size);
+        log_kv(LOG_INFO, "executor started", "results", cfg->rabbitmq.queues.results,
+               "heartbeats", cfg->rabbitmq.queues.heartbeats, "dead_letters",
+               cfg->rabbitmq.dead_letter.enabled ? cfg->rabbitmq.dead_letter.queue : "(disabled)",
                "batch_size", batch, NULL);
         event_base_dispatch(x->base);
-        rc = x->terms > 1 ? EXIT_RUNTIME : EXIT_OK;
+        rc = EXIT_OK; /* a second signal or SIGQUIT never comes back here */
         stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
         log_kv(LOG_INFO, "executor stopped", NULL);
     }

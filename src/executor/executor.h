@@ -11,71 +11,36 @@
 #include <event2/event.h>
 #include "executor/consumer.h"
 #include "executor/dbconn.h"
+#include "executor/scheduler.h"
 #include "executor/stats.h"
 #include "warren/config.h"
+#include "warren/evloop.h"
 #include "warren/executor.h"
 #include "warren/mq.h"
 
-/* Plain settings of the executor's jobs, taken from the configuration by exec_params_from(). */
-typedef struct exec_params {
-    int poll_interval_ms;
-    int batch_size;
-    int scheduled_timeout_s;
-    int heartbeat_stale_factor;
-    int monitor_interval_s;       /* 0: no timeout monitor */
-    int dlq_retry_delay_ms;
-    int stats_interval_s;
-    const char *exchange;         /* executions topic exchange */
-    const char *results_queue, *heartbeats_queue;
-    const char *dlq_queue;        /* NULL when dead-lettering is disabled */
-} exec_params_t;
-
-/* Worker ids whose queue this executor declared (pinned dispatches), so it does so once. */
-typedef struct declared_set {
-    char **ids;
-    size_t n, cap;
-} declared_set_t;
-
 typedef struct executor {
-    const warren_config_t *cfg;   /* borrowed; topology declarations need it */
-    exec_params_t p;
+    const warren_config_t *cfg;   /* borrowed; the one source of every setting */
     struct event_base *base;
     dbconn_t db;
     mq_client_t *pub;             /* dispatches; never consumes */
     consumer_t results, heartbeats, dlq;
     exec_stats_t stats;
-    declared_set_t declared;
-    /* scheduler state */
-    struct event *sched_ev;
-    breaker_state_t sched_breaker_state; /* last publish breaker state logged (open/closed) */
-    int64_t *revert_ids;          /* unconfirmed dispatches still to move back to requested */
-    int *revert_attempts;
-    size_t n_revert, cap_revert;
+    sched_t sched;
     /* loop */
-    struct event *pump_ev, *monitor_ev, *stats_ev;
-    struct event *sig_term, *sig_int, *sig_quit;
-    int terms;                    /* SIGTERM/SIGINT seen */
+    struct event sched_ev;        /* the scheduler's tick */
+    struct event pump_ev, monitor_ev, stats_ev;
+    evloop_signals_t signals;
     bool draining;
 } executor_t;
 
-void exec_params_from(exec_params_t *p, const warren_config_t *cfg);
 
-/* scheduler.c: claim, assign, commit, publish. Returns 1 when it should run again at once (a
- * full batch went out), 0 when it should wait poll_interval_ms, -1 when it did not run
- * (breaker open, database unavailable). */
-int sched_tick(executor_t *x);
-/* Move unconfirmed dispatches that could not be reverted yet back to requested. */
-void sched_flush_reverts(executor_t *x);
-void sched_free(executor_t *x);
-
-/* results.c: ExecutionStatusChanged / ExecutionCompleted batches. */
-dbc_result_t results_handle(void *ctx, mq_delivery_t *const *d, size_t n);
-/* registry.c: WorkerHeartbeat batches. */
-dbc_result_t registry_handle(void *ctx, mq_delivery_t *const *d, size_t n);
-/* dlq_handler.c: the dead-letter queue. */
-dbc_result_t dlq_handle(void *ctx, mq_delivery_t *const *d, size_t n);
-/* The last resort of every consumer: store one delivery raw (reason store_error). */
-dbc_result_t dlq_store_raw(void *ctx, const mq_delivery_t *d, const char *queue);
+/* The consumers' handlers (consumer.h). results.c: ExecutionStatusChanged and
+ * ExecutionCompleted; registry.c: WorkerHeartbeat; dlq_handler.c: the dead-letter queue, and
+ * the last resort of every consumer, one delivery stored raw (reason store_error). */
+extern const consumer_handler_t results_handler;
+extern const consumer_handler_t registry_handler;
+extern const consumer_handler_t dlq_handler;
+extern const consumer_handler_t dlq_raw_handler;
 
 /* monitor.c: scheduled too long -> failed; running on a stale worker -> abandoned. */
 void monitor_run(executor_t *x);

@@ -99,10 +99,11 @@ static int run_pass(executor_t *x, monitor_pass_t *m, uint64_t *counter, const c
 
 void monitor_run(executor_t *x)
 {
+    int batch = x->cfg->executor.batch_size;
     char timeout[16], factor[16], limit[16], sources[128];
-    snprintf(timeout, sizeof timeout, "%d", x->p.scheduled_timeout_s);
-    snprintf(factor, sizeof factor, "%d", x->p.heartbeat_stale_factor);
-    snprintf(limit, sizeof limit, "%d", x->p.batch_size);
+    snprintf(timeout, sizeof timeout, "%d", x->cfg->executor.scheduled_timeout_s);
+    snprintf(factor, sizeof factor, "%d", x->cfg->executor.heartbeat_stale_factor);
+    snprintf(limit, sizeof limit, "%d", batch);
     if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0)
         return;
     monitor_pass_t scheduled = {.x = x, .sql = scheduled_sql, .reason = "scheduled_timeout",
@@ -115,7 +116,7 @@ void monitor_run(executor_t *x)
                          "execution failed: scheduled too long");
         int b = run_pass(x, &stale, &x->stats.monitor_abandoned,
                          "execution abandoned: its worker is gone");
-        if (a < 0 || b < 0 || (a < x->p.batch_size && b < x->p.batch_size))
+        if (a < 0 || b < 0 || (a < batch && b < batch))
             break;
     }
 }

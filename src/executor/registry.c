@@ -28,6 +28,7 @@ typedef struct heartbeat {
     int64_t capacity, running, interval_s;
     pgarr_t capabilities;        /* the text[] literal */
     bool superseded;             /* a later heartbeat of the same worker is in the batch */
+    bool registered;             /* the upsert inserted this worker: it is new */
 } heartbeat_t;
 
 static int parse_capabilities(heartbeat_t *h, const jf_t *p)
@@ -126,22 +127,29 @@ static const char upsert_sql[] =
 enum { U_ID, U_CAPS, U_CAPACITY, U_RUNNING, U_STATUS, U_INTERVAL, U_STARTED, U_HOST, U_VERSION,
        U_COUNT };
 
-typedef struct registry_batch {
-    executor_t *x;
-    heartbeat_t *h;
-    size_t n;
-    PGresult *upserted;
-    exec_stats_t counts;
-} registry_batch_t;
+/* Mark the heartbeats whose worker the upsert inserted (RETURNING id, inserted). */
+static void mark_registered(heartbeat_t *h, size_t n, PGresult *upserted)
+{
+    for (int r = 0; r < PQntuples(upserted); r++) {
+        if (atoi(PQgetvalue(upserted, r, 1)) != 1)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (!h[i].in.reason[0] && !h[i].superseded &&
+                !strcmp(h[i].worker_id, PQgetvalue(upserted, r, 0)))
+                h[i].registered = true;
+    }
+}
 
-static int upsert(PGconn *db, registry_batch_t *b, char *err, size_t errlen)
+static int upsert(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
     pgarr_t a[U_COUNT];
     size_t k = 0;
     for (int i = 0; i < U_COUNT; i++)
         pgarr_init(&a[i]);
+    heartbeat_t *hs = b->items;
+    PGresult *upserted = NULL;
     for (size_t i = 0; i < b->n; i++) {
-        heartbeat_t *h = &b->h[i];
+        heartbeat_t *h = &hs[i];
         if (h->in.reason[0] || h->superseded)
             continue;
         pgarr_add(&a[U_ID], h->worker_id);
@@ -163,60 +171,53 @@ static int upsert(PGconn *db, registry_batch_t *b, char *err, size_t errlen)
     if (rc != 0)
         snprintf(err, errlen, "out of memory");
     else if (k > 0)
-        rc = db_exec(db, upsert_sql, U_COUNT, params, &b->upserted, err, errlen);
-    if (rc == 0)
+        rc = db_exec(db, upsert_sql, U_COUNT, params, &upserted, err, errlen);
+    if (rc == 0) {
+        mark_registered(hs, b->n, upserted);
         b->counts.heartbeats += k;
+    }
+    PQclear(upserted);
     for (int i = 0; i < U_COUNT; i++)
         pgarr_free(&a[i]);
     return rc;
 }
 
-static int registry_work(PGconn *db, void *arg, char *err, size_t errlen)
+static int registry_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
-    registry_batch_t *b = arg;
-    memset(&b->counts, 0, sizeof b->counts);
-    PQclear(b->upserted);
-    b->upserted = NULL;
-    if (dlstore_unusable(db, b->h, b->n, sizeof *b->h, b->x->p.heartbeats_queue, &b->counts, err,
+    mark_superseded(b->items, b->n);
+    if (dlstore_unusable(db, b->items, b->n, sizeof(heartbeat_t), b->queue, &b->counts, err,
                          errlen) != 0)
         return -1;
     return upsert(db, b, err, errlen);
 }
 
-static void log_batch(const registry_batch_t *b)
+static void registry_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
-    for (int r = 0; b->upserted && r < PQntuples(b->upserted); r++)
-        if (atoi(PQgetvalue(b->upserted, r, 1)) == 1)
-            log_kv(LOG_INFO, "new worker registered", "worker", PQgetvalue(b->upserted, r, 0), NULL);
-    for (size_t i = 0; i < b->n; i++) {
-        const heartbeat_t *h = &b->h[i];
-        if (h->in.reason[0])
-            log_kv(LOG_WARN, "unreadable heartbeat stored as a dead letter", "reason",
-                   h->in.reason, "error", h->in.error, "queue", b->x->p.heartbeats_queue, NULL);
-        else if (!h->superseded && strcmp(h->status, "online") != 0)
-            log_kv(LOG_INFO, "worker status", "worker", h->worker_id, "status", h->status, NULL);
-    }
+    (void)queue;
+    (void)parse_heartbeat(item, d);
 }
 
-dbc_result_t registry_handle(void *ctx, mq_delivery_t *const *d, size_t n)
+static void log_heartbeat(const void *item, const char *queue)
 {
-    executor_t *x = ctx;
-    registry_batch_t b = {.x = x, .n = n, .h = calloc(n, sizeof(heartbeat_t))};
-    if (!b.h)
-        return DBC_UNAVAILABLE;
-    for (size_t i = 0; i < n; i++)
-        (void)parse_heartbeat(&b.h[i], d[i]);
-    mark_superseded(b.h, n);
-    dbc_result_t r = dbc_transaction(&x->db, "recording heartbeats", registry_work, &b);
-    if (r == DBC_OK) {
-        stats_merge(&x->stats, &b.counts);
-        log_batch(&b);
+    const heartbeat_t *h = item;
+    if (h->in.reason[0]) {
+        log_kv(LOG_WARN, "unreadable heartbeat stored as a dead letter", "reason", h->in.reason,
+               "error", h->in.error, "queue", queue, NULL);
+        return;
     }
-    PQclear(b.upserted);
-    for (size_t i = 0; i < n; i++) {
-        pgarr_free(&b.h[i].capabilities);
-        inmsg_close(&b.h[i].in);
-    }
-    free(b.h);
-    return r;
+    if (h->registered)
+        log_kv(LOG_INFO, "new worker registered", "worker", h->worker_id, NULL);
+    if (!h->superseded && strcmp(h->status, "online") != 0)
+        log_kv(LOG_INFO, "worker status", "worker", h->worker_id, "status", h->status, NULL);
 }
+
+static void registry_free(void *item)
+{
+    heartbeat_t *h = item;
+    pgarr_free(&h->capabilities);
+    inmsg_close(&h->in);
+}
+
+const consumer_handler_t registry_handler = {
+    .what = "recording heartbeats", .item_size = sizeof(heartbeat_t), .parse = registry_parse,
+    .work = registry_work, .log_item = log_heartbeat, .free_item = registry_free};

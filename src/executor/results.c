@@ -257,71 +257,59 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
     return rc;
 }
 
-typedef struct results_batch {
-    executor_t *x;
-    result_msg_t *msgs;
-    size_t n;
-    int rounds;
-    exec_stats_t counts;
-} results_batch_t;
-
-static int results_work(PGconn *db, void *arg, char *err, size_t errlen)
+/* The unusable messages become dead letters, then the rounds are applied in order. */
+static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
-    results_batch_t *b = arg;
-    memset(&b->counts, 0, sizeof b->counts);
-    for (size_t i = 0; i < b->n; i++)
-        b->msgs[i].applied = false;
-    if (dlstore_unusable(db, b->msgs, b->n, sizeof *b->msgs, b->x->p.results_queue, &b->counts,
-                         err, errlen) != 0)
+    result_msg_t *msgs = b->items;
+    int rounds = assign_rounds(msgs, b->n);
+    if (dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
         return -1;
-    for (int r = 0; r < b->rounds; r++)
-        if (apply_round(db, b->msgs, b->n, r, err, errlen) != 0)
+    for (int r = 0; r < rounds; r++)
+        if (apply_round(db, msgs, b->n, r, err, errlen) != 0)
             return -1;
+    for (size_t i = 0; i < b->n; i++)
+        if (!msgs[i].in.reason[0]) {
+            b->counts.results_applied += msgs[i].applied;
+            b->counts.results_stale += !msgs[i].applied;
+        }
     return 0;
 }
 
-static void log_outcome(executor_t *x, const result_msg_t *m)
+static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
+    (void)queue;
+    (void)parse_result(item, d);
+}
+
+static void log_outcome(const void *item, const char *queue)
+{
+    const result_msg_t *m = item;
     char id[24], attempt[16];
     snprintf(id, sizeof id, "%" PRId64, m->execution_id);
     snprintf(attempt, sizeof attempt, "%d", m->attempt);
     if (m->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable result message stored as a dead letter", "reason",
-               m->in.reason, "error", m->in.error, "queue", x->p.results_queue, NULL);
+               m->in.reason, "error", m->in.error, "queue", queue, NULL);
     } else if (m->applied) {
-        x->stats.results_applied++;
         log_kv(m->target == EXEC_RUNNING ? LOG_DEBUG : LOG_INFO, "execution status changed",
                "execution_id", id, "status", trans_status_name(m->target), "worker", m->worker,
                "attempt", attempt, NULL);
     } else {
-        x->stats.results_stale++;
         log_kv(LOG_DEBUG, "stale result ignored (attempt or status fence)", "execution_id", id,
                "status", trans_status_name(m->target), "worker", m->worker, "attempt", attempt,
                NULL);
     }
 }
 
-dbc_result_t results_handle(void *ctx, mq_delivery_t *const *d, size_t n)
+static void results_free(void *item)
 {
-    executor_t *x = ctx;
-    results_batch_t b = {.x = x, .n = n, .msgs = calloc(n, sizeof(result_msg_t))};
-    if (!b.msgs)
-        return DBC_UNAVAILABLE;
-    for (size_t i = 0; i < n; i++)
-        (void)parse_result(&b.msgs[i], d[i]);
-    b.rounds = assign_rounds(b.msgs, n);
-    dbc_result_t r = dbc_transaction(&x->db, "applying results", results_work, &b);
-    if (r == DBC_OK) {
-        stats_merge(&x->stats, &b.counts);
-        for (size_t i = 0; i < n; i++)
-            log_outcome(x, &b.msgs[i]);
-    }
-    for (size_t i = 0; i < n; i++) {
-        inmsg_close(&b.msgs[i].in);
-        free(b.msgs[i].result);
-        free(b.msgs[i].error_text);
-        free(b.msgs[i].outcome);
-    }
-    free(b.msgs);
-    return r;
+    result_msg_t *m = item;
+    inmsg_close(&m->in);
+    free(m->result);
+    free(m->error_text);
+    free(m->outcome);
 }
+
+const consumer_handler_t results_handler = {
+    .what = "applying results", .item_size = sizeof(result_msg_t), .parse = results_parse,
+    .work = results_work, .log_item = log_outcome, .free_item = results_free};

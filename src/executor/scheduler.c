@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/assign.h"
-#include "executor/executor.h"
 #include "executor/pgtext.h"
+#include "executor/scheduler.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
 #include "warren/exec_status.h"
@@ -95,7 +95,7 @@ typedef struct sched_job {
 } sched_job_t;
 
 typedef struct sched_batch {
-    executor_t *x;
+    sched_t *s;
     PGresult *claimed[2], *workers; /* claims: pinned, then unpinned */
     sched_job_t *jobs;
     size_t n;
@@ -155,7 +155,7 @@ static void add_jobs(sched_batch_t *b, PGresult *res)
 /* Claim pinned rows, then unpinned ones up to the spare capacity (load_workers first). */
 static int claim(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
 {
-    int batch = b->x->p.batch_size;
+    int batch = b->s->cfg->executor.batch_size;
     char limit[16];
     snprintf(limit, sizeof limit, "%d", batch);
     const char *params[2] = {limit, NULL};
@@ -223,7 +223,7 @@ static void fill_workers(sched_batch_t *b)
 static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
 {
     char factor[16];
-    snprintf(factor, sizeof factor, "%d", b->x->p.heartbeat_stale_factor);
+    snprintf(factor, sizeof factor, "%d", b->s->cfg->executor.heartbeat_stale_factor);
     const char *params[] = {factor};
     if (db_exec(db, lock_workers_sql, 1, params, NULL, err, errlen) != 0 ||
         db_exec(db, load_workers_sql, 1, params, &b->workers, err, errlen) != 0)
@@ -362,61 +362,61 @@ static void remember_declared(declared_set_t *s, const char *id)
  * A pinned worker may never have run (or be gone): declare its queue, with TTL and DLX, so the
  * dispatch waits there and expires into the dead-letter queue instead of being unroutable.
  */
-static void declare_pinned(executor_t *x, const sched_batch_t *b)
+static void declare_pinned(sched_t *s, const sched_batch_t *b)
 {
     for (size_t i = 0; i < b->n; i++) {
         const sched_job_t *j = &b->jobs[i];
-        if (!j->scheduled || j->a.worker != ASSIGN_PINNED || declared(&x->declared, j->worker))
+        if (!j->scheduled || j->a.worker != ASSIGN_PINNED || declared(&s->declared, j->worker))
             continue;
         char err[ERRBUF_SIZE];
-        if (topo_declare_worker(x->pub, x->cfg, j->worker, err, sizeof err) == 0)
-            remember_declared(&x->declared, j->worker);
+        if (topo_declare_worker(s->pub, s->cfg, j->worker, err, sizeof err) == 0)
+            remember_declared(&s->declared, j->worker);
         else
             log_kv(LOG_WARN, "declaring a pinned worker's queue failed", "worker", j->worker,
                    "error", err, NULL);
     }
 }
 
-static void queue_revert(executor_t *x, int64_t id, int attempt)
+static void queue_revert(sched_t *s, int64_t id, int attempt)
 {
-    if (x->n_revert == x->cap_revert) {
-        size_t cap = x->cap_revert ? 2 * x->cap_revert : 64;
-        int64_t *ids = realloc(x->revert_ids, cap * sizeof *ids);
+    if (s->n_revert == s->cap_revert) {
+        size_t cap = s->cap_revert ? 2 * s->cap_revert : 64;
+        int64_t *ids = realloc(s->revert_ids, cap * sizeof *ids);
         if (ids)
-            x->revert_ids = ids;
-        int *attempts = realloc(x->revert_attempts, cap * sizeof *attempts);
+            s->revert_ids = ids;
+        int *attempts = realloc(s->revert_attempts, cap * sizeof *attempts);
         if (attempts)
-            x->revert_attempts = attempts;
+            s->revert_attempts = attempts;
         if (!ids || !attempts) {
             /* The row stays scheduled; the timeout monitor fails it in the end. */
             log_kv(LOG_ERROR, "out of memory remembering an unconfirmed dispatch", NULL);
             return;
         }
-        x->cap_revert = cap;
+        s->cap_revert = cap;
     }
-    x->revert_ids[x->n_revert] = id;
-    x->revert_attempts[x->n_revert++] = attempt;
+    s->revert_ids[s->n_revert] = id;
+    s->revert_attempts[s->n_revert++] = attempt;
 }
 
 /* The broker never got (or never confirmed) these: move them back to requested. */
-static void publish_failed(executor_t *x, const sched_job_t *j, int status)
+static void publish_failed(sched_t *s, const sched_job_t *j, int status)
 {
-    x->stats.dispatch_failed++;
+    s->stats->dispatch_failed++;
     log_kv(LOG_WARN, "dispatch not confirmed; moving it back to requested", "execution_id",
            j->id_text, "worker", j->worker, "status", mq_status_name(status), NULL);
-    queue_revert(x, j->id, j->attempt);
+    queue_revert(s, j->id, j->attempt);
 }
 
-static void publish_confirmed(executor_t *x, const sched_job_t *j)
+static void publish_confirmed(sched_t *s, const sched_job_t *j)
 {
-    x->stats.dispatched++;
+    s->stats->dispatched++;
     if (j->a.worker == ASSIGN_PINNED)
-        remember_declared(&x->declared, j->worker);
+        remember_declared(&s->declared, j->worker);
     log_kv(LOG_DEBUG, "dispatched", "execution_id", j->id_text, "worker", j->worker,
            "message_id", j->message_id, NULL);
 }
 
-static void publish(executor_t *x, sched_batch_t *b)
+static void publish(sched_t *s, sched_batch_t *b)
 {
     mq_message_t *msgs = calloc(b->n, sizeof *msgs);
     size_t *job_of = calloc(b->n, sizeof *job_of);
@@ -427,24 +427,25 @@ static void publish(executor_t *x, sched_batch_t *b)
         if (!j->scheduled)
             continue;
         if (!msgs || !job_of || !results) {
-            publish_failed(x, j, MQ_ERR_CONNECTION);
+            publish_failed(s, j, MQ_ERR_CONNECTION);
             continue;
         }
-        msgs[m] = (mq_message_t){.exchange = x->p.exchange, .routing_key = j->routing_key,
-                                 .body = j->body, .body_len = j->body_len,
-                                 .message_id = j->message_id, .correlation_id = j->id_text,
+        msgs[m] = (mq_message_t){.exchange = s->cfg->rabbitmq.exchanges.executions,
+                                 .routing_key = j->routing_key, .body = j->body,
+                                 .body_len = j->body_len, .message_id = j->message_id,
+                                 .correlation_id = j->id_text,
                                  .type = msg_type_name(MSG_EXECUTION_REQUESTED),
                                  .execution_id = j->id_text, .mandatory = true};
         job_of[m++] = i;
     }
     /* results[] says how each one ended; the overall status adds nothing. */
-    if (m > 0 && mq_publish_batch(x->pub, msgs, m, results) != MQ_OK)
+    if (m > 0 && mq_publish_batch(s->pub, msgs, m, results) != MQ_OK)
         log_kv(LOG_DEBUG, "some dispatches were not confirmed", NULL);
     for (size_t k = 0; k < m; k++) {
         if (results[k] == MQ_OK)
-            publish_confirmed(x, &b->jobs[job_of[k]]);
+            publish_confirmed(s, &b->jobs[job_of[k]]);
         else
-            publish_failed(x, &b->jobs[job_of[k]], results[k]);
+            publish_failed(s, &b->jobs[job_of[k]], results[k]);
     }
     free(msgs);
     free(job_of);
@@ -452,20 +453,20 @@ static void publish(executor_t *x, sched_batch_t *b)
 }
 
 typedef struct revert_batch {
-    executor_t *x;
+    sched_t *s;
     size_t reverted;
 } revert_batch_t;
 
 static int revert_work(PGconn *db, void *arg, char *err, size_t errlen)
 {
     revert_batch_t *r = arg;
-    executor_t *x = r->x;
+    sched_t *s = r->s;
     pgarr_t ids, attempts;
     pgarr_init(&ids);
     pgarr_init(&attempts);
-    for (size_t i = 0; i < x->n_revert; i++) {
-        pgarr_add_int(&ids, x->revert_ids[i]);
-        pgarr_add_int(&attempts, x->revert_attempts[i]);
+    for (size_t i = 0; i < s->n_revert; i++) {
+        pgarr_add_int(&ids, s->revert_ids[i]);
+        pgarr_add_int(&attempts, s->revert_attempts[i]);
     }
     const char *params[] = {pgarr_text(&ids), pgarr_text(&attempts)};
     PGresult *res = NULL;
@@ -480,27 +481,27 @@ static int revert_work(PGconn *db, void *arg, char *err, size_t errlen)
     return rc;
 }
 
-void sched_flush_reverts(executor_t *x)
+void sched_flush_reverts(sched_t *s)
 {
-    if (x->n_revert == 0)
+    if (s->n_revert == 0)
         return;
-    revert_batch_t r = {.x = x};
+    revert_batch_t r = {.s = s};
     /* Kept on failure: the next tick tries again, before claiming anything new. */
-    if (dbc_transaction(&x->db, "moving unconfirmed dispatches back", revert_work, &r) != DBC_OK)
+    if (dbc_transaction(s->db, "moving unconfirmed dispatches back", revert_work, &r) != DBC_OK)
         return;
-    x->stats.dispatch_reverted += r.reverted;
-    x->n_revert = 0;
+    s->stats->dispatch_reverted += r.reverted;
+    s->n_revert = 0;
 }
 
 /* Log the publish breaker's state changes as the scheduler sees them: it can stay open for a
  * long time, and one line per change says what is going on. */
-static void note_breaker(executor_t *x, breaker_state_t state)
+static void note_breaker(sched_t *s, breaker_state_t state)
 {
-    if (state == x->sched_breaker_state)
+    if (state == s->breaker_state)
         return;
     char retry[24];
-    snprintf(retry, sizeof retry, "%lld", (long long)mq_retry_in_ms(x->pub));
-    if (state == BREAKER_OPEN && x->sched_breaker_state == BREAKER_CLOSED)
+    snprintf(retry, sizeof retry, "%lld", (long long)mq_retry_in_ms(s->pub));
+    if (state == BREAKER_OPEN && s->breaker_state == BREAKER_CLOSED)
         log_kv(LOG_WARN, "publish breaker open: executions wait as requested", "retry_in_ms", retry,
                NULL);
     else if (state == BREAKER_CLOSED)
@@ -508,28 +509,43 @@ static void note_breaker(executor_t *x, breaker_state_t state)
     else
         log_kv(LOG_DEBUG, "publish breaker", "state", breaker_state_name(state), NULL);
     if (state != BREAKER_HALF_OPEN)
-        x->sched_breaker_state = state;
+        s->breaker_state = state;
 }
 
 /* Skip while the publish breaker is open and not yet due for a probe: claimed work could not
  * go out. When a probe is due, the next batch is the probe. */
-static bool breaker_blocks(executor_t *x)
+static bool breaker_blocks(sched_t *s)
 {
-    const breaker_t *br = mq_breaker(x->pub);
-    note_breaker(x, br->state);
-    return br->state == BREAKER_OPEN && breaker_retry_in_ms(br, now_mono_ms()) > 0;
+    const breaker_t *br = mq_breaker(s->pub);
+    note_breaker(s, br->state);
+    return br->state == BREAKER_OPEN && mq_retry_in_ms(s->pub) > 0;
 }
 
-int sched_tick(executor_t *x)
+void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
+                exec_stats_t *stats)
 {
-    sched_flush_reverts(x);
-    if (x->n_revert > 0)
+    memset(s, 0, sizeof *s);
+    s->cfg = cfg;
+    s->db = db;
+    s->pub = pub;
+    s->stats = stats;
+}
+
+size_t sched_pending_reverts(const sched_t *s)
+{
+    return s->n_revert;
+}
+
+int sched_tick(sched_t *s)
+{
+    sched_flush_reverts(s);
+    if (s->n_revert > 0)
         return -1; /* the database is not taking writes: do not claim more */
-    if (breaker_blocks(x))
+    if (breaker_blocks(s))
         return -1;
-    x->stats.sched_ticks++;
-    sched_batch_t b = {.x = x};
-    if (dbc_transaction(&x->db, "scheduling", sched_work, &b) != DBC_OK) {
+    s->stats->sched_ticks++;
+    sched_batch_t b = {.s = s};
+    if (dbc_transaction(s->db, "scheduling", sched_work, &b) != DBC_OK) {
         batch_free(&b);
         return -1;
     }
@@ -537,20 +553,20 @@ int sched_tick(executor_t *x)
     size_t dispatched = 0;
     for (size_t i = 0; i < b.n; i++)
         dispatched += b.jobs[i].scheduled;
-    declare_pinned(x, &b);
-    publish(x, &b);
-    sched_flush_reverts(x);
-    note_breaker(x, mq_breaker(x->pub)->state);
+    declare_pinned(s, &b);
+    publish(s, &b);
+    sched_flush_reverts(s);
+    note_breaker(s, mq_breaker(s->pub)->state);
     batch_free(&b);
     /* A full batch that dispatched something: more may be waiting, go again at once. */
-    return claimed >= x->p.batch_size && dispatched > 0 ? 1 : 0;
+    return claimed >= s->cfg->executor.batch_size && dispatched > 0 ? 1 : 0;
 }
 
-void sched_free(executor_t *x)
+void sched_free(sched_t *s)
 {
-    for (size_t i = 0; i < x->declared.n; i++)
-        free(x->declared.ids[i]);
-    free(x->declared.ids);
-    free(x->revert_ids);
-    free(x->revert_attempts);
+    for (size_t i = 0; i < s->declared.n; i++)
+        free(s->declared.ids[i]);
+    free(s->declared.ids);
+    free(s->revert_ids);
+    free(s->revert_attempts);
 }

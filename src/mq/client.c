@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <time.h>
 #include "mq/mq_internal.h"
+#include "warren/evloop.h"
 #include "warren/log.h"
 #include "warren/utf8.h"
 #include "warren/version.h"
@@ -267,7 +268,7 @@ static int open_socket(mq_client_t *c, const struct amqp_connection_info *u)
         mq_set_error(c, "cannot create socket");
         return -1;
     }
-    struct timeval tv = mq_ms_to_tv(c->opts.connect_timeout_ms);
+    struct timeval tv = evloop_tv(c->opts.connect_timeout_ms);
     int rc = amqp_socket_open_noblock(sock, u->host, u->port, &tv);
     if (rc != AMQP_STATUS_OK) {
         mq_set_error(c, "connect %s:%d: %s", u->host, u->port, amqp_error_string2(rc));
@@ -277,7 +278,7 @@ static int open_socket(mq_client_t *c, const struct amqp_connection_info *u)
     amqp_set_handshake_timeout(c->conn, &tv);
     int rpc_ms = c->opts.connect_timeout_ms > c->opts.publish_timeout_ms ? c->opts.connect_timeout_ms
                                                                          : c->opts.publish_timeout_ms;
-    struct timeval rpc = mq_ms_to_tv(rpc_ms);
+    struct timeval rpc = evloop_tv(rpc_ms);
     amqp_set_rpc_timeout(c->conn, &rpc);
     return 0;
 }
@@ -318,12 +319,6 @@ static int do_connect(mq_client_t *c)
     return rc;
 }
 
-/* Uniform in [0, 1); the jitter only has to differ between processes, not be unpredictable. */
-static double unit_random(void)
-{
-    return (double)random() / ((double)RAND_MAX + 1.0);
-}
-
 /* Every connect attempt, explicit or automatic, advances the backoff on failure. */
 static int connect_attempt(mq_client_t *c)
 {
@@ -335,7 +330,7 @@ static int connect_attempt(mq_client_t *c)
         return 0;
     }
     snprintf(c->connect_error, sizeof c->connect_error, "%s", c->last_error);
-    int64_t delay = backoff_next(&c->backoff, unit_random());
+    int64_t delay = backoff_next(&c->backoff, evloop_random());
     c->next_connect_ms = now + delay;
     char delay_text[24];
     snprintf(delay_text, sizeof delay_text, "%lld", (long long)delay);

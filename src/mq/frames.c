@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mq/mq_internal.h"
+#include "warren/evloop.h"
 #include "warren/log.h"
 #include "warren/utf8.h"
 
@@ -304,7 +305,7 @@ int mq_read_frame(mq_client_t *c, int64_t deadline_ms)
 {
     if (!c->conn)
         return MQ_ERR_CONNECTION;
-    struct timeval tv = mq_ms_to_tv(deadline_ms - now_mono_ms());
+    struct timeval tv = evloop_tv(deadline_ms - now_mono_ms());
     amqp_frame_t f;
     int rc = amqp_simple_wait_frame_noblock(c->conn, &f, &tv);
     if (rc == AMQP_STATUS_TIMEOUT)

@@ -52,13 +52,6 @@ struct mq_client {
     char connect_error[ERRBUF_SIZE]; /* why the last connect attempt failed */
 };
 
-static inline struct timeval mq_ms_to_tv(int64_t ms)
-{
-    if (ms < 0)
-        ms = 0;
-    return (struct timeval){.tv_sec = (time_t)(ms / 1000), .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-}
-
 /* Connection (client.c) */
 /* Connect unless connected. `probe`: a half-open breaker probe, which skips the backoff wait.
  * Returns MQ_OK or MQ_ERR_CONNECTION (reason in c->last_error). */

@@ -218,8 +218,8 @@ static bool reports_flow(worker_t *w)
     int64_t wait = mq_retry_in_ms(w->publisher);
     if (wait <= 0)
         return true;
-    if (!evtimer_pending(w->ev_retry, NULL))
-        (void)worker_arm(w->ev_retry, wait);
+    if (!evtimer_pending(&w->ev_retry, NULL))
+        (void)evloop_arm(&w->ev_retry, wait);
     return false;
 }
 

@@ -153,10 +153,10 @@ static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
         /* Nothing was sent: come back when the breaker admits a probe, quietly. */
         delay = wait > 0 ? wait : 1;
         outbox_defer(&w->outbox, now, delay);
-        (void)worker_arm(w->ev_retry, delay);
+        (void)evloop_arm(&w->ev_retry, delay);
         return;
     }
-    delay = outbox_failed(&w->outbox, now, wait, worker_random());
+    delay = outbox_failed(&w->outbox, now, wait, evloop_random());
     w->stats.publish_retries++;
     id_text(m->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, delay);
@@ -164,7 +164,7 @@ static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
     log_kv(LOG_WARN, "report not confirmed; retrying", "worker", w->id, "execution_id", id,
            "type", msg_type_name(m->type), "status", mq_status_name(status), "error",
            mq_last_error(w->publisher), "tries", tries, "retry_in_ms", ms, NULL);
-    (void)worker_arm(w->ev_retry, delay);
+    (void)evloop_arm(&w->ev_retry, delay);
 }
 
 /* The head of the outbox was confirmed: settle and free it. */

@@ -5,16 +5,11 @@
 
 enum { SUBSCRIBED = 0, RETRY, REFUSED };
 
+/* May run inside ev_consume's own callback: the event is only deleted, never freed. */
 static void unwatch(worker_t *w)
 {
-    if (w->ev_consume) {
-        event_del(w->ev_consume);
-        /* Freed later, not here: this may run inside that event's own callback. */
-        if (w->ev_consume_stale)
-            event_free(w->ev_consume_stale);
-        w->ev_consume_stale = w->ev_consume;
-        w->ev_consume = NULL;
-    }
+    if (w->consuming)
+        event_del(&w->ev_consume);
     w->consuming = false;
 }
 
@@ -25,13 +20,14 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
     subscriber_drain(arg);
 }
 
-/* A fresh event for every subscription: after a reconnect the socket may reuse the old fd
- * number, which an old event would never report again. */
+/* The event is set up afresh for every subscription: after a reconnect the socket may reuse
+ * the old fd number, which the old registration would never report again. */
 static int watch(worker_t *w)
 {
     unwatch(w);
-    w->ev_consume = event_new(w->base, mq_fd(w->consumer), EV_READ | EV_PERSIST, on_readable, w);
-    if (!w->ev_consume || event_add(w->ev_consume, NULL) != 0)
+    if (event_assign(&w->ev_consume, w->base, mq_fd(w->consumer), EV_READ | EV_PERSIST,
+                     on_readable, w) != 0 ||
+        event_add(&w->ev_consume, NULL) != 0)
         return -1;
     w->consuming = true;
     return 0;
@@ -73,7 +69,7 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (rc == RETRY) {
-        int64_t delay = backoff_next(&w->subscribe_backoff, worker_random());
+        int64_t delay = backoff_next(&w->subscribe_backoff, evloop_random());
         int64_t wait = mq_retry_in_ms(w->consumer);
         char ms[24];
         snprintf(ms, sizeof ms, "%lld", (long long)(wait > delay ? wait : delay));
@@ -87,7 +83,7 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
     /* The broker is reachable again: waiting reports need not sit out their backoff. */
     if (w->outbox.failing) {
         outbox_retry_now(&w->outbox);
-        evtimer_del(w->ev_retry);
+        evtimer_del(&w->ev_retry);
     }
     /* An announce after every subscription: after a broker restart the executor may have
      * marked this worker stale. */
@@ -95,11 +91,14 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
     subscriber_drain(w); /* frames read during the declarations are already buffered */
 }
 
+void subscriber_init(worker_t *w)
+{
+    evtimer_assign(&w->ev_subscribe, w->base, on_subscribe, w);
+}
+
 void subscriber_start_later(worker_t *w, int64_t delay_ms)
 {
-    if (!w->ev_subscribe)
-        w->ev_subscribe = evtimer_new(w->base, on_subscribe, w);
-    if (worker_arm(w->ev_subscribe, delay_ms) != 0)
+    if (evloop_arm(&w->ev_subscribe, delay_ms) != 0)
         worker_finish(w, EXIT_RUNTIME); /* it would never consume */
 }
 
@@ -114,7 +113,7 @@ static void subscriber_ended(worker_t *w, int status)
     if (w->phase != PHASE_RUNNING)
         return;
     w->stats.resubscribes++;
-    int64_t delay = backoff_next(&w->subscribe_backoff, worker_random());
+    int64_t delay = backoff_next(&w->subscribe_backoff, evloop_random());
     char ms[24];
     snprintf(ms, sizeof ms, "%lld", (long long)delay);
     log_kv(LOG_WARN, "consumer lost; subscribing again", "worker", w->id, "queue", w->queue,
@@ -137,8 +136,7 @@ void subscriber_drain(worker_t *w)
 void subscriber_cancel(worker_t *w)
 {
     char err[ERRBUF_SIZE] = "";
-    if (w->ev_subscribe)
-        evtimer_del(w->ev_subscribe);
+    evtimer_del(&w->ev_subscribe);
     if (!w->consuming)
         return;
     int rc = mq_cancel(w->consumer, err, sizeof err);

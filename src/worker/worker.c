@@ -1,10 +1,8 @@
 /* The worker daemon: one event loop, its timers and signals, graded shutdown, stats. */
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "warren/log.h"
 #include "warren/utf8.h"
@@ -20,17 +18,6 @@
 #define RETRY_MAX_MS 30000
 #define SUBSCRIBE_BASE_MS 250
 #define SUBSCRIBE_MAX_MS 10000
-
-double worker_random(void)
-{
-    return (double)random() / ((double)RAND_MAX + 1.0);
-}
-
-static struct timeval ms_tv(int64_t ms)
-{
-    return (struct timeval){.tv_sec = (time_t)(ms / 1000),
-                            .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-}
 
 static void stats_log(worker_t *w, const char *msg)
 {
@@ -83,7 +70,7 @@ void worker_kick(worker_t *w)
     w->kicking = true;
     do {
         w->kick_again = false;
-        if (intake_start_held(w) > 0 && w->ev_kick) {
+        if (intake_start_held(w) > 0) {
             /* Flush once the in-process handlers just started have finished (their
              * completions are already due on the loop): a completion ready before its
              * running status went out replaces it. */
@@ -98,19 +85,7 @@ void worker_kick(worker_t *w)
 
 void worker_kick_soon(worker_t *w)
 {
-    if (w->ev_kick)
-        event_active(w->ev_kick, EV_TIMEOUT, 0); /* repeated calls coalesce while active */
-    else
-        worker_kick(w);
-}
-
-int worker_arm(struct event *ev, int64_t ms)
-{
-    struct timeval tv = ms_tv(ms);
-    if (ev && evtimer_add(ev, &tv) == 0)
-        return 0;
-    log_kv(LOG_ERROR, "cannot arm a timer", NULL);
-    return -1;
+    event_active(&w->ev_kick, EV_TIMEOUT, 0); /* repeated calls coalesce while active */
 }
 
 /* First the drain deadline: stop the handlers (their ends are still reported). Then, after
@@ -130,7 +105,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
                    "running", running, NULL);
         runner_terminate_all(w->runner);
         int64_t grace_s = (int64_t)w->o.runner.kill_grace_s + FLUSH_GRACE_S;
-        (void)worker_arm(w->ev_deadline, grace_s * 1000);
+        (void)evloop_arm(&w->ev_deadline, grace_s * 1000);
         return;
     }
     log_kv(LOG_ERROR, "shutdown: gave up waiting", "worker", w->id, "running", running,
@@ -149,7 +124,7 @@ static void drain(worker_t *w, const char *signal_name)
     w->phase = PHASE_DRAINING;
     intake_requeue_held(w);
     reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
-    (void)worker_arm(w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
+    (void)evloop_arm(&w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
     subscriber_cancel(w); /* requeues what arrives meanwhile; may already finish the drain */
     worker_kick(w);
 }
@@ -168,16 +143,15 @@ static void exit_now(worker_t *w, const char *signal_name)
     worker_finish(w, running > 0 || w->outbox.len > 0 ? EXIT_RUNTIME : EXIT_OK);
 }
 
-static void on_signal(evutil_socket_t fd, short what, void *arg)
+/* Nothing here blocks for long (confirm waits are bounded), so every signal comes through the
+ * loop: a second one can still kill the handlers before the process leaves. */
+static void on_stop(void *arg, evloop_stop_t step, const char *signal_name)
 {
-    (void)what;
     worker_t *w = arg;
-    int sig = (int)fd;
-    const char *name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGQUIT";
-    if (sig == SIGQUIT || w->phase == PHASE_DRAINING)
-        exit_now(w, name);
+    if (step != EVLOOP_DRAIN)
+        exit_now(w, signal_name);
     else if (w->phase == PHASE_RUNNING)
-        drain(w, name);
+        drain(w, signal_name);
 }
 
 static void on_pump(evutil_socket_t fd, short what, void *arg)
@@ -212,38 +186,18 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     worker_kick(arg);
 }
 
-/* AMQP heartbeats are only sent from inside library calls: pump well within the interval. */
-static int64_t pump_interval_ms(const warren_config_t *cfg)
-{
-    int64_t ms = (int64_t)cfg->rabbitmq.heartbeat_s * 1000 / 4;
-    return ms > 0 && ms < 1000 ? ms : 1000;
-}
-
-static int add_periodic(worker_t *w, struct event **ev, int64_t ms, event_callback_fn cb)
-{
-    struct timeval tv = ms_tv(ms);
-    *ev = event_new(w->base, -1, EV_PERSIST, cb, w);
-    return *ev && event_add(*ev, &tv) == 0 ? 0 : -1;
-}
-
-static int add_signal(worker_t *w, struct event **ev, int sig)
-{
-    *ev = evsignal_new(w->base, sig, on_signal, w);
-    return *ev && event_add(*ev, NULL) == 0 ? 0 : -1;
-}
-
 static int setup_events(worker_t *w)
 {
-    w->ev_retry = evtimer_new(w->base, on_kick, w);
-    w->ev_deadline = evtimer_new(w->base, on_deadline, w);
-    w->ev_kick = evtimer_new(w->base, on_kick, w);
-    if (!w->ev_retry || !w->ev_deadline || !w->ev_kick ||
-        add_periodic(w, &w->ev_pump, pump_interval_ms(w->o.cfg), on_pump) != 0 ||
-        add_periodic(w, &w->ev_heartbeat, (int64_t)w->o.heartbeat_interval_s * 1000,
-                     on_heartbeat) != 0 ||
-        add_periodic(w, &w->ev_stats, STATS_INTERVAL_S * 1000, on_stats) != 0 ||
-        add_signal(w, &w->ev_sigterm, SIGTERM) != 0 || add_signal(w, &w->ev_sigint, SIGINT) != 0 ||
-        add_signal(w, &w->ev_sigquit, SIGQUIT) != 0)
+    evtimer_assign(&w->ev_retry, w->base, on_kick, w);
+    evtimer_assign(&w->ev_deadline, w->base, on_deadline, w);
+    evtimer_assign(&w->ev_kick, w->base, on_kick, w);
+    subscriber_init(w);
+    int64_t pump_ms = evloop_pump_interval_ms((int64_t)w->o.cfg->rabbitmq.heartbeat_s * 1000);
+    if (evloop_every(&w->ev_pump, w->base, pump_ms, on_pump, w) != 0 ||
+        evloop_every(&w->ev_heartbeat, w->base, (int64_t)w->o.heartbeat_interval_s * 1000,
+                     on_heartbeat, w) != 0 ||
+        evloop_every(&w->ev_stats, w->base, STATS_INTERVAL_S * 1000, on_stats, w) != 0 ||
+        evloop_signals_init(&w->signals, w->base, on_stop, w) != 0)
         return -1;
     return 0;
 }
@@ -293,32 +247,20 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     return 0;
 }
 
-static void free_event(struct event **ev)
-{
-    if (*ev)
-        event_free(*ev);
-    *ev = NULL;
-}
-
+/* The runner first (its events are its own); freeing the base removes the worker's. */
 static void teardown(worker_t *w)
 {
     reporter_give_up(w);
-    if (w->runner)
+    if (w->runner) {
         stats_log(w, "worker stopped");
-    struct event **events[] = {&w->ev_consume, &w->ev_consume_stale, &w->ev_subscribe,
-                               &w->ev_retry, &w->ev_kick, &w->ev_deadline, &w->ev_pump, &w->ev_heartbeat,
-                               &w->ev_stats, &w->ev_sigterm, &w->ev_sigint, &w->ev_sigquit};
-    for (size_t i = 0; i < sizeof events / sizeof events[0]; i++)
-        free_event(events[i]);
-    if (w->runner)
         runner_free(w->runner); /* kills what still runs */
+    }
     /* Closing the consumer connection hands every unacked delivery back to the broker. */
     mq_destroy(w->consumer);
     mq_destroy(w->publisher);
     execs_free(&w->execs);
     outbox_free(&w->outbox);
-    if (w->base)
-        event_base_free(w->base);
+    evloop_base_free(w->base);
 }
 
 static int run(const worker_opts_t *opts)
@@ -327,7 +269,6 @@ static int run(const worker_opts_t *opts)
     worker_t *w = calloc(1, sizeof *w);
     if (!w)
         return EXIT_RUNTIME;
-    srandom((unsigned)(getpid() ^ (pid_t)now_wall_ms()));
     int rc = EXIT_RUNTIME;
     if (setup(w, opts, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "worker cannot start", "worker", opts->id, "error", err, NULL);

@@ -7,6 +7,7 @@
 
 #include <event2/event.h>
 #include "warren/backoff.h"
+#include "warren/evloop.h"
 #include "warren/ids.h"
 #include "warren/mq.h"
 #include "warren/topology.h"
@@ -48,20 +49,19 @@ typedef struct worker {
     worker_phase_t phase;
     int exit_code;
     /* consuming */
-    struct event *ev_consume;        /* readable on the consumer socket; NULL while not consuming */
-    struct event *ev_consume_stale;  /* the previous one, freed outside its callback */
-    struct event *ev_subscribe;      /* one-shot: declare and consume (again) */
+    struct event ev_consume;         /* readable on the consumer socket; added while consuming */
+    struct event ev_subscribe;       /* one-shot: declare and consume (again) */
     backoff_t subscribe_backoff;
     bool consuming;
     /* executions and their reports */
     execs_t execs;
     outbox_t outbox;
-    struct event *ev_retry;          /* one-shot: next outbox try */
-    struct event *ev_kick;           /* worker_kick_soon: once per loop iteration */
+    struct event ev_retry;           /* one-shot: next outbox try */
+    struct event ev_kick;            /* worker_kick_soon: once per loop iteration */
     bool kicking, kick_again;
     /* timers and signals */
-    struct event *ev_pump, *ev_heartbeat, *ev_stats, *ev_deadline;
-    struct event *ev_sigterm, *ev_sigint, *ev_sigquit;
+    struct event ev_pump, ev_heartbeat, ev_stats, ev_deadline;
+    evloop_signals_t signals;
     bool terminated;                 /* the drain deadline passed: handlers were told to stop */
     bool heartbeats_failing;         /* the last heartbeat was not published */
     worker_stats_t stats;
@@ -76,11 +76,10 @@ void worker_kick(worker_t *w);
 void worker_kick_soon(worker_t *w);
 /* Leave the loop with exit_code. */
 void worker_finish(worker_t *w, int exit_code);
-/* (Re)arm a one-shot timer for ms from now; -1 (logged) when libevent refuses. */
-int worker_arm(struct event *ev, int64_t ms);
-double worker_random(void);
 
 /* subscriber.c */
+/* Set up the subscription's events (no I/O). */
+void subscriber_init(worker_t *w);
 /* (Re)subscribe after delay_ms: declare the topology, consume the worker queue. */
 void subscriber_start_later(worker_t *w, int64_t delay_ms);
 /* Hand every delivery read so far to intake; notices a lost consumer. */

@@ -1,0 +1,47 @@
+/*
+ * The scheduler: each tick claims requested executions, assigns workers, commits them as
+ * scheduled and publishes the dispatches with confirms; what the broker did not confirm is
+ * moved back to requested. Its state is its own; the executor lends it the database
+ * connection, the publishing client, the configuration and the counters.
+ */
+#ifndef WARREN_EXECUTOR_SCHEDULER_H
+#define WARREN_EXECUTOR_SCHEDULER_H
+
+#include "executor/dbconn.h"
+#include "executor/stats.h"
+#include "warren/breaker.h"
+#include "warren/config.h"
+#include "warren/mq.h"
+
+/* Worker ids whose queue this executor declared (pinned dispatches), so it does so once. */
+typedef struct declared_set {
+    char **ids;
+    size_t n, cap;
+} declared_set_t;
+
+typedef struct sched {
+    const warren_config_t *cfg;   /* borrowed: executor.*, the exchange, worker topology */
+    dbconn_t *db;                 /* borrowed */
+    mq_client_t *pub;             /* borrowed: publishes dispatches */
+    exec_stats_t *stats;          /* borrowed */
+    declared_set_t declared;
+    breaker_state_t breaker_state; /* last publish breaker state logged (open/closed) */
+    int64_t *revert_ids;          /* unconfirmed dispatches still to move back to requested */
+    int *revert_attempts;
+    size_t n_revert, cap_revert;
+} sched_t;
+
+/* Borrows everything it is given (no I/O). Free with sched_free(). */
+void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
+                exec_stats_t *stats);
+void sched_free(sched_t *s);
+/* Claim, assign, commit, publish. Returns 1 when it should run again at once (a full batch
+ * went out), 0 when it should wait executor.poll_interval_ms, -1 when it did not run
+ * (breaker open, database unavailable). */
+int sched_tick(sched_t *s);
+/* Move unconfirmed dispatches that could not be reverted yet back to requested. */
+void sched_flush_reverts(sched_t *s);
+/* Unconfirmed dispatches not moved back yet (they stay scheduled if the executor stops). */
+size_t sched_pending_reverts(const sched_t *s);
+
+#endif
