@@ -35,12 +35,14 @@
     X(TIMEOUT, true)                                                                            \
     X(ABANDONED, true)
 
+/* clang-format off */
 typedef enum {
 #define EXEC_STATUS_ENUM(name, final) EXEC_##name,
     EXEC_STATUSES(EXEC_STATUS_ENUM)
 #undef EXEC_STATUS_ENUM
     EXEC_STATUS_COUNT
 } exec_status_t;
+/* clang-format on */
 
 /* The status as an SQL literal for statement text: EXEC_SQL(RUNNING) is "'running'". */
 #define EXEC_SQL(name) "'" EXEC_NAME_##name "'"

@@ -61,6 +61,7 @@ static const char get_json_sql[] =
     "   FROM dead_letters d WHERE d.execution_id = e.id), '[]')))::text AS doc "
     "FROM executions e WHERE id = $1";
 
+/* clang-format off */
 /* Timestamps read as "2024-05-01 12:00:00.123 UTC" in the session's time zone. */
 #define TS(col) "to_char(" col ", 'YYYY-MM-DD HH24:MI:SS.MS TZ')"
 #define SINCE(col) "extract(epoch FROM now() - " col ")"
@@ -85,6 +86,7 @@ static const char get_events_sql[] =
 static const char get_dead_letters_sql[] =
     "SELECT id, " TS("received_at") ", reason, queue, resolution, error "
     "FROM dead_letters WHERE execution_id = $1 ORDER BY id";
+/* clang-format on */
 
 static void get_line(const char *label, const char *value)
 {

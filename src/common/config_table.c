@@ -11,12 +11,14 @@ static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL}
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
+/* clang-format off */
 #define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
 #define CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, check}
 #define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL}
 #define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h, NULL}
 #define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
 #define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h, NULL}
+/* clang-format on */
 #define MQ "message_queue.rabbitmq."
 #define DAY_MS 86400000LL
 

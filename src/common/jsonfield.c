@@ -32,7 +32,7 @@ static const char *field_name(const jf_t *r, const char *key, char *buf)
     return buf;
 }
 
-__attribute__((format(printf, 2, 3)))
+static int fail(const jf_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(const jf_t *r, const char *fmt, ...)
 {
     va_list ap;

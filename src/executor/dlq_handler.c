@@ -201,6 +201,7 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t
         for (int k = 0; k < 5 && rc == 0; k++)
             if (!params[k])
                 rc = -1;
+        /* clang-format off */
         if (rc == 0)
             rc = db_exec(db,
                          "UPDATE executions e SET status = " EXEC_SQL(FAILED) ", error = u.error,"
@@ -212,6 +213,7 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t
                          6, params, &res, err, errlen);
         else
             snprintf(err, errlen, "out of memory");
+        /* clang-format on */
         if (rc == 0)
             st->dlq_failed_executions += (uint64_t)PQntuples(res);
         PQclear(res);

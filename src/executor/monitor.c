@@ -15,6 +15,7 @@
 
 #define SCHEDULED_TIMEOUT_ERROR "Scheduled timeout: no worker started it"
 
+/* clang-format off */
 /* The dead letter of each changed row; its dedup key names execution, attempt and reason. */
 #define INSERT_DEAD_LETTERS(reason, error_expr)                                                 \
     ", ins AS (INSERT INTO dead_letters (dedup_key, execution_id, reason, queue, headers, body,"  \
@@ -60,6 +61,7 @@ static const char stale_worker_sql[] =
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
     " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
     INSERT_DEAD_LETTERS("'worker_stale'", "c.error");
+/* clang-format on */
 
 typedef struct monitor_pass {
     executor_t *x;

@@ -174,6 +174,7 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
     return rounds;
 }
 
+/* clang-format off */
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
     " worker = coalesce(u.worker, e.worker),"
@@ -192,6 +193,7 @@ static const char apply_sql[] =
     " WHERE e.id = u.id AND e.attempt = u.attempt"
     "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($7::text[], $8::text[]) AS p(f, t))"
     " RETURNING u.ord";
+/* clang-format on */
 
 /* The guard: every legal (from, to) pair into the statuses workers report. */
 static int guard_literals(char *from, char *to, size_t len)

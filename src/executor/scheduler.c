@@ -18,6 +18,7 @@
 #include "warren/topology.h"
 #include "warren/utf8.h"
 
+/* clang-format off */
 /* Statuses that occupy a worker slot (the partial index executions_active_worker_idx). */
 #define IN_FLIGHT                                                                               \
     "(" EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", "               \
@@ -79,6 +80,7 @@ static const char revert_sql[] =
     " FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)"
     " WHERE e.id = u.id AND e.status = " EXEC_SQL(SCHEDULED) " AND e.attempt = u.attempt"
     " RETURNING e.id";
+/* clang-format on */
 
 typedef struct sched_job {
     int64_t id;

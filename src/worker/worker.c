@@ -296,13 +296,11 @@ static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *
         .max_concurrency = cfg->worker.max_concurrency,
         .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
         .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
-        .runner = {
-            .handlers_dir = cfg->worker.handlers_dir,
-            .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
-            .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
-            .kill_grace_s = cfg->worker.kill_grace_s,
-            .default_timeout_s = cfg->worker.default_timeout_s,
-        },
+        .runner = {.handlers_dir = cfg->worker.handlers_dir,
+                   .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
+                   .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
+                   .kill_grace_s = cfg->worker.kill_grace_s,
+                   .default_timeout_s = cfg->worker.default_timeout_s},
     };
 }
 

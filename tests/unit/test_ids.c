@@ -62,7 +62,8 @@ static void test_execution_id_text(void **state)
             fail_msg("'%s' accepted", bad[i]);
         assert_int_equal(id, 7);
     }
-    assert_int_equal(ids_execution_id_parse("12\0" "3", 4, &id), -1); /* a NUL inside */
+    const char nul_inside[] = {'1', '2', '\0', '3'};
+    assert_int_equal(ids_execution_id_parse(nul_inside, sizeof nul_inside, &id), -1); /* a NUL inside */
 }
 
 int main(void)

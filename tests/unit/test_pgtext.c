@@ -11,7 +11,8 @@
 static void bytea_hex(void **state)
 {
     (void)state;
-    char *h = pgtext_bytea_hex("\x00\xff" "A", 3);
+    const char bytes[] = {'\0', (char)0xff, 'A'};
+    char *h = pgtext_bytea_hex(bytes, sizeof bytes);
     assert_string_equal(h, "\\x00ff41");
     free(h);
     h = pgtext_bytea_hex("", 0);

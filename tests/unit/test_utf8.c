@@ -9,6 +9,9 @@
 #include <string.h>
 #include "warren/utf8.h"
 
+/* U+FFFD, the replacement character, in UTF-8. */
+#define FFFD "\xef\xbf\xbd"
+
 static bool valid(const char *s)
 {
     return utf8_valid(s, strlen(s), NULL);
@@ -79,12 +82,12 @@ static void test_clean_replaces_bad_bytes_and_nul(void **state)
     char *c = utf8_clean(in, sizeof in);
     /* NUL, 0xff, the lone lead byte 0xc3 and the truncated 3-byte sequence each become U+FFFD
      * (one per byte). */
-    assert_string_equal(c, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd");
+    assert_string_equal(c, "a" FFFD "b" FFFD FFFD "(" FFFD FFFD);
     assert_true(utf8_is_text(c, strlen(c)));
     free(c);
     /* Overlong and surrogate encodings are not text either. */
     c = utf8_clean("\xc0\xaf|\xed\xa0\x80", 6);
-    assert_string_equal(c, "\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    assert_string_equal(c, FFFD FFFD "|" FFFD FFFD FFFD);
     free(c);
     c = utf8_clean("", 0);
     assert_string_equal(c, "");
