@@ -23,16 +23,16 @@
 #define EXEC_NAME_ABANDONED "abandoned"
 
 /* X(NAME, final): every status, in order; a final (terminal) one never changes again. */
-#define EXEC_STATUSES(X)                                                                        \
-    X(REQUESTED, false)                                                                         \
-    X(SCHEDULING, false)                                                                        \
-    X(SCHEDULED, false)                                                                         \
-    X(RUNNING, false)                                                                           \
-    X(CANCELING, false)                                                                         \
-    X(COMPLETED, true)                                                                          \
-    X(FAILED, true)                                                                             \
-    X(CANCELLED, true)                                                                          \
-    X(TIMEOUT, true)                                                                            \
+#define EXEC_STATUSES(X)                                                                           \
+    X(REQUESTED, false)                                                                            \
+    X(SCHEDULING, false)                                                                           \
+    X(SCHEDULED, false)                                                                            \
+    X(RUNNING, false)                                                                              \
+    X(CANCELING, false)                                                                            \
+    X(COMPLETED, true)                                                                             \
+    X(FAILED, true)                                                                                \
+    X(CANCELLED, true)                                                                             \
+    X(TIMEOUT, true)                                                                               \
     X(ABANDONED, true)
 
 /* clang-format off */

@@ -42,9 +42,10 @@ static int get_parse(int argc, char **argv, get_opts_t *o)
         return rc;
     int64_t id;
     if (optind != argc - 1 || cli_parse_int64(argv[optind], 1, INT64_MAX, &id) != 0) {
-        cli_usage_error("get", get_usage_line, optind == argc ? "ID missing"
+        cli_usage_error("get", get_usage_line,
+                        optind == argc      ? "ID missing"
                         : optind < argc - 1 ? "one ID only"
-                        : "an execution id is a positive whole number");
+                                            : "an execution id is a positive whole number");
         return -1;
     }
     o->id = argv[optind];
@@ -156,8 +157,8 @@ static int get_print_related(PGconn *db, const char *id, const char *title, cons
 static int get_print_text(PGconn *db, const PGresult *row, const char *id)
 {
     static const char *const events[] = {"AT", "FROM", "TO", "WORKER", "ATTEMPT", "ERROR"};
-    static const char *const dead_letters[] = {"ID",         "RECEIVED", "REASON",
-                                               "QUEUE",      "RESOLUTION", "ERROR"};
+    static const char *const dead_letters[] = {"ID",    "RECEIVED",   "REASON",
+                                               "QUEUE", "RESOLUTION", "ERROR"};
     get_print_row(row);
     if (get_print_related(db, id, "history", get_events_sql, events) != 0 ||
         get_print_related(db, id, "dead letters", get_dead_letters_sql, dead_letters) != 0)

@@ -61,8 +61,8 @@ const cfg_key_t cfg_table[] = {
         "5", 1, 1000, "Consecutive publish/consume failures that open the breaker"),
     INT("circuit_breaker.messaging.success_threshold", circuit_breaker.messaging.success_threshold,
         "2", 1, 1000, "Successful probes in half-open that close the breaker"),
-    INT("circuit_breaker.messaging.open_timeout_s", circuit_breaker.messaging.open_timeout_s,
-        "30", 1, 3600, "Seconds the breaker stays open before admitting a probe"),
+    INT("circuit_breaker.messaging.open_timeout_s", circuit_breaker.messaging.open_timeout_s, "30",
+        1, 3600, "Seconds the breaker stays open before admitting a probe"),
 
     ENUM("log.level", log.level, "info", log_levels, "Lowest level written"),
     ENUM("log.format", log.format, "auto", log_formats,

@@ -108,10 +108,16 @@ void monitor_run(executor_t *x)
     snprintf(limit, sizeof limit, "%d", batch);
     if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0)
         return;
-    monitor_pass_t scheduled = {.x = x, .sql = scheduled_sql, .reason = "scheduled_timeout",
-                                .nparams = 2, .params = {timeout, limit}};
-    monitor_pass_t stale = {.x = x, .sql = stale_worker_sql, .reason = "worker_stale",
-                            .nparams = 3, .params = {factor, sources, limit}};
+    monitor_pass_t scheduled = {.x = x,
+                                .sql = scheduled_sql,
+                                .reason = "scheduled_timeout",
+                                .nparams = 2,
+                                .params = {timeout, limit}};
+    monitor_pass_t stale = {.x = x,
+                            .sql = stale_worker_sql,
+                            .reason = "worker_stale",
+                            .nparams = 3,
+                            .params = {factor, sources, limit}};
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop responsive. */
     for (int round = 0; round < 10; round++) {
         int a = run_pass(x, &scheduled, &x->stats.monitor_failed,

@@ -25,14 +25,14 @@
 #define MAX_ERROR_TEXT 8192
 
 typedef struct result_msg {
-    inmsg_t in;                   /* first: dlstore_unusable reads it */
+    inmsg_t in; /* first: dlstore_unusable reads it */
     int64_t execution_id;
     int attempt;
     exec_status_t target;
-    char worker[WORKER_ID_MAX + 1];  /* "" when unknown */
-    char *result;                 /* JSON text or NULL */
-    char *error_text;             /* cleaned, or NULL */
-    char *outcome;                /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
+    char worker[WORKER_ID_MAX + 1]; /* "" when unknown */
+    char *result;                   /* JSON text or NULL */
+    char *error_text;               /* cleaned, or NULL */
+    char *outcome; /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
     char started_at[TS_TEXT_MAX]; /* the worker's start time, UTC microseconds; "" when absent */
     int round;                    /* nth message for its execution in this batch */
     bool applied;
@@ -68,8 +68,9 @@ static int parse_status(result_msg_t *m)
         return inmsg_reject(&m->in, "parse_error", "%s", err);
     bool completion = m->in.env.type == MSG_EXECUTION_COMPLETED;
     if (!s) /* an error of null is no error, as everywhere else */
-        s = !completion ? "running" : jf_value(&p, "error", false, &error) == 1 ? "failed"
-                                                                                : "completed";
+        s = !completion                                 ? "running"
+            : jf_value(&p, "error", false, &error) == 1 ? "failed"
+                                                        : "completed";
     exec_status_t st;
     bool ok = trans_status_parse(s, &st) == 0 &&
               (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT)
@@ -312,6 +313,9 @@ static void results_free(void *item)
     free(m->outcome);
 }
 
-const consumer_handler_t results_handler = {
-    .what = "applying results", .item_size = sizeof(result_msg_t), .parse = results_parse,
-    .work = results_work, .log_item = log_outcome, .free_item = results_free};
+const consumer_handler_t results_handler = {.what = "applying results",
+                                            .item_size = sizeof(result_msg_t),
+                                            .parse = results_parse,
+                                            .work = results_work,
+                                            .log_item = log_outcome,
+                                            .free_item = results_free};

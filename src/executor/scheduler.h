@@ -20,13 +20,13 @@ typedef struct declared_set {
 } declared_set_t;
 
 typedef struct sched {
-    const warren_config_t *cfg;   /* borrowed: executor.*, the exchange, worker topology */
-    dbconn_t *db;                 /* borrowed */
-    mq_client_t *pub;             /* borrowed: publishes dispatches */
-    exec_stats_t *stats;          /* borrowed */
+    const warren_config_t *cfg; /* borrowed: executor.*, the exchange, worker topology */
+    dbconn_t *db;               /* borrowed */
+    mq_client_t *pub;           /* borrowed: publishes dispatches */
+    exec_stats_t *stats;        /* borrowed */
     declared_set_t declared;
     breaker_state_t breaker_state; /* last publish breaker state logged (open/closed) */
-    int64_t *revert_ids;          /* unconfirmed dispatches still to move back to requested */
+    int64_t *revert_ids;           /* unconfirmed dispatches still to move back to requested */
     int *revert_attempts;
     size_t n_revert, cap_revert;
 } sched_t;

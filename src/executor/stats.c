@@ -60,7 +60,9 @@ static void reasons_text(const exec_stats_t *s, char *buf, size_t len)
         snprintf(buf + o, len - o, "%sother=%" PRIu64, o ? "," : "", s->dead_letters_other);
 }
 
-#define NUM(field) char field##_t[24]; snprintf(field##_t, sizeof field##_t, "%" PRIu64, s->field)
+#define NUM(field)                                                                                 \
+    char field##_t[24];                                                                            \
+    snprintf(field##_t, sizeof field##_t, "%" PRIu64, s->field)
 
 void stats_log(const exec_stats_t *s, breaker_state_t breaker, uint64_t db_errors)
 {
@@ -79,10 +81,10 @@ void stats_log(const exec_stats_t *s, breaker_state_t breaker, uint64_t db_error
     snprintf(db_t, sizeof db_t, "%" PRIu64, db_errors);
     reasons_text(s, reasons, sizeof reasons);
     log_kv(LOG_INFO, "stats", "dispatched", dispatched_t, "dispatch_failed", dispatch_failed_t,
-           "dispatch_reverted", dispatch_reverted_t, "results_applied",
-           results_applied_t, "results_stale", results_stale_t, "heartbeats", heartbeats_t,
-           "monitor_failed", monitor_failed_t, "monitor_abandoned", monitor_abandoned_t,
-           "dlq_failed_executions", dlq_failed_executions_t, "dead_letters", reasons,
-           "dead_letter_duplicates", dead_letter_duplicates_t, "batches_retried",
-           batches_retried_t, "db_errors", db_t, "breaker", breaker_state_name(breaker), NULL);
+           "dispatch_reverted", dispatch_reverted_t, "results_applied", results_applied_t,
+           "results_stale", results_stale_t, "heartbeats", heartbeats_t, "monitor_failed",
+           monitor_failed_t, "monitor_abandoned", monitor_abandoned_t, "dlq_failed_executions",
+           dlq_failed_executions_t, "dead_letters", reasons, "dead_letter_duplicates",
+           dead_letter_duplicates_t, "batches_retried", batches_retried_t, "db_errors", db_t,
+           "breaker", breaker_state_name(breaker), NULL);
 }

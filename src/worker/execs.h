@@ -21,7 +21,7 @@ typedef struct exec {
     int64_t execution_id;
     int attempt;
     exec_state_t state;
-    void *owner;               /* the worker, for the runner's callback */
+    void *owner; /* the worker, for the runner's callback */
     /* The broker confirmed this execution's running status: its deliveries may be acked. */
     bool running_reported;
     /* Deliveries of this dispatch not acked yet (a redelivery adds one). */
@@ -29,11 +29,11 @@ typedef struct exec {
     size_t n_tags, cap_tags;
     /* The job, kept from the dispatch until it starts. */
     char action_ref[ACTION_REF_MAX + 1];
-    char *params;              /* JSON text; NULL means {} */
+    char *params; /* JSON text; NULL means {} */
     size_t params_len;
     int timeout_s;
     char trace_id[ENVELOPE_ID_MAX];
-    char started_at[40];       /* RFC 3339, set when started */
+    char started_at[40]; /* RFC 3339, set when started */
 } exec_t;
 
 typedef struct execs_key {
@@ -42,8 +42,8 @@ typedef struct execs_key {
 } execs_key_t;
 
 typedef struct execs {
-    exec_t *head, *tail;       /* arrival order: held executions start first come, first served */
-    size_t count[3];           /* per exec_state_t */
+    exec_t *head, *tail; /* arrival order: held executions start first come, first served */
+    size_t count[3];     /* per exec_state_t */
     execs_key_t recent[EXECS_RECENT];
     size_t recent_next, recent_len;
 } execs_t;

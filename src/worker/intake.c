@@ -19,10 +19,10 @@ static void settle(worker_t *w, uint64_t tag, bool ack, bool requeue, const char
 {
     int rc = ack ? mq_ack(w->consumer, tag, false) : mq_nack(w->consumer, tag, requeue);
     if (rc != MQ_OK)
-        log_kv(LOG_INFO, ack ? "ack not sent; the broker requeued the delivery"
-                             : "nack not sent; the broker requeued the delivery",
-               "worker", w->id, "execution_id", execution_id, "status", mq_status_name(rc),
-               NULL);
+        log_kv(LOG_INFO,
+               ack ? "ack not sent; the broker requeued the delivery"
+                   : "nack not sent; the broker requeued the delivery",
+               "worker", w->id, "execution_id", execution_id, "status", mq_status_name(rc), NULL);
 }
 
 /* Dead-letter it: nack without requeue sends it to the DLX, where the executor stores it. */
@@ -69,8 +69,7 @@ static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
     } else if (exec_add_tag(x, d->delivery_tag) != 0) {
         settle(w, d->delivery_tag, false, true, id); /* out of memory: let it come back */
     } else {
-        log_kv(LOG_INFO,
-               "dispatch of an execution already here: acked once it is reported running",
+        log_kv(LOG_INFO, "dispatch of an execution already here: acked once it is reported running",
                "worker", w->id, "execution_id", id, "redelivered",
                d->redelivered ? "true" : "false", NULL);
     }
@@ -182,8 +181,8 @@ static void start(worker_t *w, exec_t *x)
      * but the state must already say running. */
     execs_set_state(&w->execs, x, EXEC_RUNNING);
     if (runner_start(w->runner, &job, on_done, x, err, sizeof err) != 0) {
-        log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id,
-               "execution_id", id, "error", err, NULL);
+        log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id, "execution_id",
+               id, "error", err, NULL);
         w->stats.rejected++;
         for (size_t i = 0; i < x->n_tags; i++)
             settle(w, x->tags[i], false, false, id);

@@ -149,8 +149,9 @@ char *report_heartbeat_body(const report_heartbeat_t *h, const char *message_id,
         return NULL;
     json_object_object_add(p, "worker_id", json_object_new_string(h->worker_id));
     json_object_object_add(p, "status", json_object_new_string(h->status));
-    json_object_object_add(p, "capabilities", h->capabilities ? json_object_get(h->capabilities)
-                                                              : json_object_new_array());
+    json_object_object_add(p, "capabilities",
+                           h->capabilities ? json_object_get(h->capabilities)
+                                           : json_object_new_array());
     json_object_object_add(p, "capacity", json_object_new_int(h->capacity));
     json_object_object_add(p, "running", json_object_new_int(h->running));
     json_object_object_add(p, "heartbeat_interval_s", json_object_new_int(h->heartbeat_interval_s));

@@ -21,18 +21,18 @@ typedef struct report_running {
     int64_t execution_id;
     int attempt;
     const char *started_at;
-    const char *trace_id;      /* from the dispatch; NULL or "" for none */
+    const char *trace_id; /* from the dispatch; NULL or "" for none */
 } report_running_t;
 
 typedef struct report_completion {
     const char *worker_id;
     int64_t execution_id;
     int attempt;
-    const char *status;        /* completed | failed | timeout */
-    const char *result_json;   /* strict JSON text from the runner, embedded as is; NULL: null */
+    const char *status;      /* completed | failed | timeout */
+    const char *result_json; /* strict JSON text from the runner, embedded as is; NULL: null */
     int exit_code;
     int signal;
-    const char *error;         /* NULL: null */
+    const char *error; /* NULL: null */
     const char *stderr_tail;
     bool truncated;
     const char *started_at, *ended_at;
@@ -53,8 +53,8 @@ typedef struct report_heartbeat {
 /* How the completion's result had to be changed to fit an envelope. */
 typedef enum {
     REPORT_RESULT_KEPT = 0,
-    REPORT_RESULT_TOO_DEEP,    /* sent as {"output": "<the JSON text>"} */
-    REPORT_RESULT_TOO_LARGE,   /* sent as {"output": "<a prefix>", "truncated": true} */
+    REPORT_RESULT_TOO_DEEP,  /* sent as {"output": "<the JSON text>"} */
+    REPORT_RESULT_TOO_LARGE, /* sent as {"output": "<a prefix>", "truncated": true} */
 } report_result_fate_t;
 
 /* Each returns a malloc'd envelope body (caller frees) with its length in *len; NULL on OOM.

@@ -29,8 +29,8 @@ static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t 
     /* Cannot happen while intake keeps room for every running execution's reports. */
     id_text(x->execution_id, id, sizeof id);
     w->stats.reports_lost++;
-    log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped",
-           "worker", w->id, "execution_id", id, "type", msg_type_name(type), NULL);
+    log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped", "worker",
+           w->id, "execution_id", id, "type", msg_type_name(type), NULL);
     outbox_msg_free(m);
     return -1;
 }
@@ -48,8 +48,8 @@ void reporter_running(worker_t *w, exec_t *x)
         .trace_id = x->trace_id,
     };
     char *body = report_running_body(&r, message_id, &len);
-    (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id, "execution.status",
-            body, len);
+    (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id,
+                  "execution.status", body, len);
 }
 
 void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at)
@@ -87,8 +87,8 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
                    : "result too large for a message: cut, sent as text under \"output\"",
                "worker", w->id, "execution_id", id, NULL);
     }
-    if (enqueue(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id,
-                "execution.completed", body, len) != 0) {
+    if (enqueue(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id, "execution.completed",
+                body, len) != 0) {
         /* Nothing will ever confirm a completion now: settle the dispatch here so it does not
          * hold a prefetch slot forever. The loss is logged and counted (reports_lost). */
         id_text(x->execution_id, id, sizeof id);
@@ -120,8 +120,9 @@ static void ack_dispatch(worker_t *w, exec_t *x, const char *id)
 {
     for (size_t i = 0; i < x->n_tags; i++)
         if (mq_ack(w->consumer, x->tags[i], false) != MQ_OK)
-            log_kv(LOG_INFO, "ack not sent; the broker requeued the dispatch (its redelivery is "
-                             "acked without running it again)",
+            log_kv(LOG_INFO,
+                   "ack not sent; the broker requeued the dispatch (its redelivery is "
+                   "acked without running it again)",
                    "worker", w->id, "execution_id", id, NULL);
     x->n_tags = 0;
 }
@@ -161,8 +162,8 @@ static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
     id_text(m->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, delay);
     snprintf(tries, sizeof tries, "%d", m->tries);
-    log_kv(LOG_WARN, "report not confirmed; retrying", "worker", w->id, "execution_id", id,
-           "type", msg_type_name(m->type), "status", mq_status_name(status), "error",
+    log_kv(LOG_WARN, "report not confirmed; retrying", "worker", w->id, "execution_id", id, "type",
+           msg_type_name(m->type), "status", mq_status_name(status), "error",
            mq_last_error(w->publisher), "tries", tries, "retry_in_ms", ms, NULL);
     (void)evloop_arm(&w->ev_retry, delay);
 }
@@ -255,9 +256,9 @@ void reporter_heartbeat(worker_t *w, const char *status)
         return;
     }
     w->stats.heartbeats_failed++;
-    log_kv(w->heartbeats_failing ? LOG_DEBUG : LOG_WARN, "heartbeat not published", "worker",
-           w->id, "status", status, "reason", built ? mq_status_name(rc) : "out of memory",
-           "error", mq_last_error(w->publisher), NULL);
+    log_kv(w->heartbeats_failing ? LOG_DEBUG : LOG_WARN, "heartbeat not published", "worker", w->id,
+           "status", status, "reason", built ? mq_status_name(rc) : "out of memory", "error",
+           mq_last_error(w->publisher), NULL);
     w->heartbeats_failing = true;
 }
 
@@ -269,10 +270,11 @@ void reporter_give_up(worker_t *w)
         id_text(m->execution_id, id, sizeof id);
         snprintf(tries, sizeof tries, "%d", m->tries);
         w->stats.reports_lost++;
-        log_kv(LOG_ERROR, "report never confirmed; given up at exit (the executor's monitor "
-                          "settles the execution)",
-               "worker", w->id, "execution_id", id, "type", msg_type_name(m->type), "tries",
-               tries, NULL);
+        log_kv(LOG_ERROR,
+               "report never confirmed; given up at exit (the executor's monitor "
+               "settles the execution)",
+               "worker", w->id, "execution_id", id, "type", msg_type_name(m->type), "tries", tries,
+               NULL);
         outbox_msg_free(m);
     }
 }

@@ -76,11 +76,12 @@ static void headers_become_json(void **state)
     (void)state;
     amqp_table_t t = dead_letter_headers();
     json_object *j = hdr_to_json(&t);
-    assert_string_equal(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
-                        "{\"x-death\":[{\"count\":2,\"reason\":\"expired\",\"queue\":\"worker.w1.executions\","
-                        "\"time\":\"2024-05-01T12:00:00.000Z\",\"exchange\":\"attune.executions\","
-                        "\"routing-keys\":[\"execution.dispatch.worker.w1\"]}],"
-                        "\"execution_id\":\"42\",\"x-first-death-reason\":\"expired\"}");
+    assert_string_equal(
+        json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+        "{\"x-death\":[{\"count\":2,\"reason\":\"expired\",\"queue\":\"worker.w1.executions\","
+        "\"time\":\"2024-05-01T12:00:00.000Z\",\"exchange\":\"attune.executions\","
+        "\"routing-keys\":[\"execution.dispatch.worker.w1\"]}],"
+        "\"execution_id\":\"42\",\"x-first-death-reason\":\"expired\"}");
     json_object_put(j);
     json_object *xd = hdr_x_death_json(&t);
     assert_int_equal(json_object_array_length(xd), 1);

@@ -31,8 +31,9 @@ static void array_literals_quote_and_escape(void **state)
     pgarr_add(&a, "with \"quotes\", commas and \\ backslash");
     pgarr_add(&a, "");
     pgarr_add(&a, "NULL");
-    assert_string_equal(pgarr_text(&a),
-                        "{\"plain\",NULL,\"with \\\"quotes\\\", commas and \\\\ backslash\",\"\",\"NULL\"}");
+    assert_string_equal(
+        pgarr_text(&a),
+        "{\"plain\",NULL,\"with \\\"quotes\\\", commas and \\\\ backslash\",\"\",\"NULL\"}");
     pgarr_free(&a);
 
     pgarr_init(&a);

@@ -236,8 +236,8 @@ static void test_prefix_fitting(void **state)
     assert_int_equal(report_prefix_fitting("abc", 3, 10), 3);
     assert_int_equal(report_prefix_fitting("abc", 3, 2), 2);
     assert_int_equal(report_prefix_fitting("a\xc3\xa9", 3, 2), 1); /* never half an é */
-    assert_int_equal(report_prefix_fitting("a\"b", 3, 2), 1);       /* \" takes two */
-    assert_int_equal(report_prefix_fitting("\x01z", 2, 6), 1);      /* \u0001 takes six */
+    assert_int_equal(report_prefix_fitting("a\"b", 3, 2), 1);      /* \" takes two */
+    assert_int_equal(report_prefix_fitting("\x01z", 2, 6), 1);     /* \u0001 takes six */
     assert_int_equal(report_prefix_fitting("abc", 3, 0), 0);
 }
 
@@ -256,8 +256,8 @@ static void test_heartbeat(void **state)
     (void)state;
     json_object *caps = json_object_new_array();
     json_object_array_add(caps, json_object_new_string("core.echo"));
-    report_heartbeat_t h = {"w1",     "stopping", caps,    4, 1, 10,
-                            "host-a", "1.2.3",    "2024-01-02T03:04:05.000Z"};
+    report_heartbeat_t h = {
+        "w1", "stopping", caps, 4, 1, 10, "host-a", "1.2.3", "2024-01-02T03:04:05.000Z"};
     size_t len = 0;
     char *body = report_heartbeat_body(&h, "m-6", &len);
     json_object_put(caps);
