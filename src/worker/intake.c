@@ -156,7 +156,7 @@ static void on_done(const runner_result_t *r, void *arg)
     log_kv(LOG_INFO, "execution finished", "worker", w->id, "execution_id", id, "action_ref",
            x->action_ref, "outcome", runner_outcome_name(r->outcome), "exit_code", code,
            "duration_ms", ms, "error", r->error, NULL);
-    execs_set_state(&w->execs, x, EXEC_FINISHED);
+    execs_set_stage(&w->execs, x, STAGE_FINISHED);
     reporter_completion(w, x, r, ended_at);
     worker_kick_soon(w);
 }
@@ -179,7 +179,7 @@ static void start(worker_t *w, exec_t *x)
     ts_now(x->started_at, sizeof x->started_at);
     /* Set before runner_start: an in-process handler's result arrives from the loop later,
      * but the state must already say running. */
-    execs_set_state(&w->execs, x, EXEC_RUNNING);
+    execs_set_stage(&w->execs, x, STAGE_RUNNING);
     if (runner_start(w->runner, &job, on_done, x, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id, "execution_id",
                id, "error", err, NULL);
@@ -256,7 +256,7 @@ void intake_forget_deliveries(worker_t *w)
     while (x) {
         exec_t *next = x->next;
         x->n_tags = 0;
-        if (x->state == EXEC_HELD) {
+        if (x->stage == STAGE_HELD) {
             w->stats.dropped_held++;
             execs_remove(&w->execs, x, false);
         }

@@ -24,7 +24,7 @@ static void stats_log(worker_t *w, const char *msg)
     const worker_stats_t *s = &w->stats;
     const uint64_t n[] = {
         runner_running(w->runner),
-        execs_count(&w->execs, EXEC_HELD),
+        execs_count(&w->execs, STAGE_HELD),
         w->outbox.len,
         s->deliveries,
         s->started,
