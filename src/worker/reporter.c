@@ -1,10 +1,11 @@
-/* The worker's reports: running statuses and completions through the outbox, and heartbeats. */
+/* Sends the worker's reports (bodies from report_msg.c): running statuses and completions through
+ * the outbox, and heartbeats. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "warren/log.h"
 #include "warren/version.h"
-#include "worker/report.h"
+#include "worker/report_msg.h"
 #include "worker/worker_internal.h"
 
 static void id_text(int64_t id, char *buf, size_t len)
@@ -40,14 +41,14 @@ void reporter_running(worker_t *w, exec_t *x)
     char message_id[40];
     size_t len = 0;
     envelope_new_id(message_id, sizeof message_id);
-    report_running_t r = {
+    report_msg_running_t r = {
         .worker_id = w->id,
         .execution_id = x->execution_id,
         .attempt = x->attempt,
         .started_at = x->started_at,
         .trace_id = x->trace_id,
     };
-    char *body = report_running_body(&r, message_id, &len);
+    char *body = report_msg_running(&r, message_id, &len);
     (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id,
                   "execution.status", body, len);
 }
@@ -60,9 +61,9 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
     outbox_msg_free(outbox_take_unsent_running(&w->outbox, x->execution_id, x->attempt));
     char message_id[40], id[24];
     size_t len = 0;
-    report_result_fate_t fate;
+    report_msg_fate_t fate;
     envelope_new_id(message_id, sizeof message_id);
-    report_completion_t c = {
+    report_msg_completion_t c = {
         .worker_id = w->id,
         .execution_id = x->execution_id,
         .attempt = x->attempt,
@@ -78,11 +79,11 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
         .duration_ms = r->duration_ms,
         .trace_id = x->trace_id,
     };
-    char *body = report_completion_body(&c, message_id, &len, &fate);
-    if (body && fate != REPORT_RESULT_KEPT) {
+    char *body = report_msg_completion(&c, message_id, &len, &fate);
+    if (body && fate != REPORT_MSG_RESULT_KEPT) {
         id_text(x->execution_id, id, sizeof id);
         log_kv(LOG_WARN,
-               fate == REPORT_RESULT_TOO_DEEP
+               fate == REPORT_MSG_RESULT_TOO_DEEP
                    ? "result nests too deep for a message: sent as text under \"output\""
                    : "result too large for a message: cut, sent as text under \"output\"",
                "worker", w->id, "execution_id", id, NULL);
@@ -98,7 +99,7 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
 }
 
 /* The message for m; id (24 bytes) holds the execution id text it points at. */
-static mq_message_t report_message(const worker_t *w, const outbox_msg_t *m, char *id)
+static mq_message_t message_of(const worker_t *w, const outbox_msg_t *m, char *id)
 {
     id_text(m->execution_id, id, 24);
     return (mq_message_t){
@@ -199,7 +200,7 @@ void reporter_flush(worker_t *w)
     while ((m = outbox_due(&w->outbox, now_mono_ms())) != NULL) {
         size_t n = 0;
         for (; m && n < FLUSH_BATCH; m = m->next, n++)
-            msgs[n] = report_message(w, m, ids[n]);
+            msgs[n] = message_of(w, m, ids[n]);
         if (mq_publish_batch(w->publisher, msgs, n, results) == MQ_OK) {
             for (size_t i = 0; i < n; i++)
                 confirmed(w);
@@ -222,7 +223,7 @@ void reporter_heartbeat(worker_t *w, const char *status)
     envelope_new_id(message_id, sizeof message_id);
     snprintf(key, sizeof key, "worker.heartbeat.%s", w->id);
     json_object *capabilities = runner_handlers(w->runner);
-    report_heartbeat_t h = {
+    report_msg_heartbeat_t h = {
         .worker_id = w->id,
         .status = status,
         .capabilities = capabilities,
@@ -233,7 +234,7 @@ void reporter_heartbeat(worker_t *w, const char *status)
         .version = WARREN_VERSION,
         .started_at = w->started_at,
     };
-    char *body = report_heartbeat_body(&h, message_id, &len);
+    char *body = report_msg_heartbeat(&h, message_id, &len);
     json_object_put(capabilities);
     mq_message_t msg = {
         .exchange = w->exchange,
