@@ -20,8 +20,8 @@
 typedef struct consumer_batch {
     void *items; /* n items of the handler's item_size bytes */
     size_t n;
-    const char *queue;   /* the queue the deliveries came from */
-    exec_stats_t counts; /* what the transaction did; zero when work starts, merged
+    const char *queue;       /* the queue the deliveries came from */
+    executor_stats_t counts; /* what the transaction did; zero when work starts, merged
                                    * into the executor's counters only after COMMIT */
 } consumer_batch_t;
 
@@ -59,8 +59,8 @@ typedef struct consumer {
     bool isolate; /* the database refused a batch: one message at a time */
     backoff_t retry_backoff;
     const consumer_handler_t *handler, *fallback;
-    dbconn_t *db;        /* borrowed */
-    exec_stats_t *stats; /* borrowed */
+    dbconn_t *db;            /* borrowed */
+    executor_stats_t *stats; /* borrowed */
     int64_t next_subscribe_log_ms;
 } consumer_t;
 
@@ -74,7 +74,7 @@ typedef struct consumer_opts {
      * on it alone. */
     const consumer_handler_t *fallback;
     dbconn_t *db;
-    exec_stats_t *stats;
+    executor_stats_t *stats;
 } consumer_opts_t;
 
 /* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker

@@ -180,7 +180,7 @@ static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[1
 }
 
 /* One CAS for every execution the batch fails, fenced by status and attempt. */
-static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t *st, char *err,
+static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, executor_stats_t *st, char *err,
                            size_t errlen)
 {
     pgarr_t a[5];

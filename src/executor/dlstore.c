@@ -139,7 +139,7 @@ static void add_record(pgarr_t *a, const dl_record_t *r)
     pgarr_add(&a[A_SNAPSHOT], r->snapshot);
 }
 
-static void count_inserted(PGresult *res, size_t n, exec_stats_t *stats)
+static void count_inserted(PGresult *res, size_t n, executor_stats_t *stats)
 {
     int rows = PQntuples(res);
     for (int i = 0; i < rows; i++)
@@ -147,8 +147,8 @@ static void count_inserted(PGresult *res, size_t n, exec_stats_t *stats)
     stats->dead_letter_duplicates += n - (size_t)rows;
 }
 
-int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, exec_stats_t *stats, char *err,
-                   size_t errlen)
+int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, executor_stats_t *stats,
+                   char *err, size_t errlen)
 {
     if (n == 0)
         return 0;
@@ -181,7 +181,7 @@ static const inmsg_t *nth(const void *first, size_t i, size_t stride)
 }
 
 int dlstore_unusable(PGconn *db, const void *first, size_t n, size_t stride, const char *queue,
-                     exec_stats_t *stats, char *err, size_t errlen)
+                     executor_stats_t *stats, char *err, size_t errlen)
 {
     dl_record_t *recs = calloc(n + 1, sizeof *recs);
     json_object **headers = calloc(n + 1, sizeof *headers);

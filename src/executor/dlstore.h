@@ -51,14 +51,14 @@ bool dlrec_reason_valid(const char *reason);
 
 /* Insert n records in one statement; counts rows per reason into stats and redeliveries
  * (rows already there) into stats->dead_letter_duplicates. 0, or -1 with err. */
-int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, exec_stats_t *stats, char *err,
-                   size_t errlen) WARN_UNUSED;
+int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, executor_stats_t *stats,
+                   char *err, size_t errlen) WARN_UNUSED;
 
 /*
  * Store the unusable ones (reason set) among n messages, each the first member of an element
  * `stride` bytes apart from the next, consumed from `queue`, in one insert.
  */
 int dlstore_unusable(PGconn *db, const void *first, size_t n, size_t stride, const char *queue,
-                     exec_stats_t *stats, char *err, size_t errlen) WARN_UNUSED;
+                     executor_stats_t *stats, char *err, size_t errlen) WARN_UNUSED;
 
 #endif

@@ -24,7 +24,7 @@ typedef struct executor {
     dbconn_t db;
     mq_client_t *pub; /* dispatches; never consumes */
     consumer_t results, heartbeats, dlq;
-    exec_stats_t stats;
+    executor_stats_t stats;
     sched_t sched;
     /* loop */
     struct event sched_ev; /* the scheduler's tick */

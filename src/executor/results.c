@@ -39,7 +39,7 @@ typedef struct result_msg {
 } result_msg_t;
 
 /* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
-static void find_worker(result_msg_t *m)
+static void parse_worker(result_msg_t *m)
 {
     const char *w = NULL;
     char err[ERRBUF_SIZE];
@@ -151,7 +151,7 @@ static int parse_result(result_msg_t *m, const mq_delivery_t *d)
     if (m->attempt < 1)
         return inmsg_reject(&m->in, "parse_error",
                             "no attempt in the payload or the envelope headers");
-    find_worker(m);
+    parse_worker(m);
     if (parse_status(m) != 0)
         return -1;
     return m->target == EXEC_RUNNING ? 0 : parse_outcome(m);

@@ -528,7 +528,7 @@ static bool breaker_blocks(sched_t *s)
 }
 
 void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
-                exec_stats_t *stats)
+                executor_stats_t *stats)
 {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;

@@ -5,7 +5,7 @@
 #include "executor/stats.h"
 #include "warren/log.h"
 
-void stats_dead_letter(exec_stats_t *s, const char *reason, uint64_t n)
+void stats_dead_letter(executor_stats_t *s, const char *reason, uint64_t n)
 {
     for (size_t i = 0; i < s->n_reasons; i++)
         if (!strcmp(s->dead_letters[i].reason, reason)) {
@@ -20,7 +20,7 @@ void stats_dead_letter(exec_stats_t *s, const char *reason, uint64_t n)
     s->dead_letters[s->n_reasons++].count = n;
 }
 
-uint64_t stats_dead_letters(const exec_stats_t *s, const char *reason)
+uint64_t stats_dead_letters(const executor_stats_t *s, const char *reason)
 {
     for (size_t i = 0; i < s->n_reasons; i++)
         if (!strcmp(s->dead_letters[i].reason, reason))
@@ -28,7 +28,7 @@ uint64_t stats_dead_letters(const exec_stats_t *s, const char *reason)
     return 0;
 }
 
-void stats_merge(exec_stats_t *dst, const exec_stats_t *src)
+void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
 {
     dst->sched_ticks += src->sched_ticks;
     dst->dispatched += src->dispatched;
@@ -49,7 +49,7 @@ void stats_merge(exec_stats_t *dst, const exec_stats_t *src)
 }
 
 /* "expired=3,parse_error=1" */
-static void reasons_text(const exec_stats_t *s, char *buf, size_t len)
+static void reasons_text(const executor_stats_t *s, char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = '\0';
@@ -64,7 +64,7 @@ static void reasons_text(const exec_stats_t *s, char *buf, size_t len)
     char field##_t[24];                                                                            \
     snprintf(field##_t, sizeof field##_t, "%" PRIu64, s->field)
 
-void stats_log(const exec_stats_t *s, breaker_state_t breaker, uint64_t db_errors)
+void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_errors)
 {
     NUM(dispatched);
     NUM(dispatch_failed);
