@@ -30,8 +30,8 @@ typedef struct bench_opts {
     int window;
     int size;
     int prefetch;
-    double rate;   /* latency: messages per second */
-    double secs;   /* latency: for how long */
+    double rate; /* latency: messages per second */
+    double secs; /* latency: for how long */
 } bench_opts_t;
 
 /* Unconfirmed publishes on one channel: tags 1..n, resolved by acks and nacks (also multiple). */
@@ -224,7 +224,8 @@ static int64_t consume_n(amqp_connection_state_t c, int n, double *lat_ms, int64
             die("consume", "no delivery");
         int64_t at = now_ns();
         char stamp[24] = {0};
-        memcpy(stamp, env.message.body.bytes, env.message.body.len < 20 ? env.message.body.len : 20);
+        memcpy(stamp, env.message.body.bytes,
+               env.message.body.len < 20 ? env.message.body.len : 20);
         int64_t sent = atoll(stamp);
         if (lat_ms)
             lat_ms[got] = (double)(at - sent) / 1e6;
@@ -354,8 +355,8 @@ static void parse(int argc, char **argv, bench_opts_t *o)
 
 int main(int argc, char **argv)
 {
-    bench_opts_t o = {MODE_SERIAL, getenv("WARREN__MESSAGE_QUEUE__RABBITMQ__URL"), 20000, 100,
-                      400, 200, 50, 20};
+    bench_opts_t o = {
+        MODE_SERIAL, getenv("WARREN__MESSAGE_QUEUE__RABBITMQ__URL"), 20000, 100, 400, 200, 50, 20};
     parse(argc, argv, &o);
     amqp_connection_state_t c = bench_connect(o.url);
     char name[64];

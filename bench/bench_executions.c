@@ -24,9 +24,9 @@ typedef struct exec_opts {
     const char *expect;
     const char *params;
     int n;
-    int first;     /* -m: report on the first M to end; 0: all N */
-    double rate;   /* -r: latency mode, executions per second */
-    double secs;   /* -D: latency mode, for how long */
+    int first;   /* -m: report on the first M to end; 0: all N */
+    double rate; /* -r: latency mode, executions per second */
+    double secs; /* -D: latency mode, for how long */
     int max_wait_s;
 } exec_opts_t;
 
@@ -93,7 +93,8 @@ static int report(PGconn *db, const char *lo, const char *hi, double waited, con
     char want[16];
     snprintf(want, sizeof want, "%d", o->first ? o->first : o->n);
     const char *params[] = {lo, hi, o->expect, want};
-    PGresult *res = query(db,
+    PGresult *res = query(
+        db,
         "WITH e AS (SELECT status, error, created_at, ended_at FROM executions"
         "  WHERE id BETWEEN $1 AND $2 AND ended_at IS NOT NULL ORDER BY ended_at LIMIT $4) "
         "SELECT count(*) FILTER (WHERE status = $3),"
@@ -101,7 +102,8 @@ static int report(PGconn *db, const char *lo, const char *hi, double waited, con
         " extract(epoch FROM max(ended_at) - min(ended_at)),"
         " string_agg(DISTINCT status || coalesce(': ' || left(error, 60), ''), '; ') "
         "  FILTER (WHERE status <> $3) "
-        "FROM e", 4, params);
+        "FROM e",
+        4, params);
     int ok = atoi(PQgetvalue(res, 0, 0)), n = atoi(want);
     double total = atof(PQgetvalue(res, 0, 1)), span = atof(PQgetvalue(res, 0, 2));
     printf("%s n=%d counted=%d expected=%s ok=%d total_s=%.3f span_s=%.3f waited_s=%.3f "
@@ -120,13 +122,14 @@ static int report_latency(PGconn *db, const char *lo, const char *hi, const exec
 {
     const char *params[] = {lo, hi, o->expect};
     PGresult *res = query(db,
-        "WITH e AS (SELECT status, created_at,"
-        "  1000 * extract(epoch FROM ended_at - created_at) AS ms"
-        "  FROM executions WHERE id BETWEEN $1 AND $2) "
-        "SELECT count(*), count(*) FILTER (WHERE status = $3),"
-        " extract(epoch FROM max(created_at) - min(created_at)),"
-        " percentile_disc(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY ms) "
-        "FROM e", 3, params);
+                          "WITH e AS (SELECT status, created_at,"
+                          "  1000 * extract(epoch FROM ended_at - created_at) AS ms"
+                          "  FROM executions WHERE id BETWEEN $1 AND $2) "
+                          "SELECT count(*), count(*) FILTER (WHERE status = $3),"
+                          " extract(epoch FROM max(created_at) - min(created_at)),"
+                          " percentile_disc(ARRAY[0.5, 0.9, 0.99, 1]) WITHIN GROUP (ORDER BY ms) "
+                          "FROM e",
+                          3, params);
     int n = atoi(PQgetvalue(res, 0, 0)), ok = atoi(PQgetvalue(res, 0, 1));
     double spread = atof(PQgetvalue(res, 0, 2));
     double p[4] = {0};
@@ -135,8 +138,8 @@ static int report_latency(PGconn *db, const char *lo, const char *hi, const exec
         die("percentiles", arr);
     printf("%s n=%d rate=%g achieved_rate=%.1f expected=%s ok=%d p50_ms=%.2f p90_ms=%.2f "
            "p99_ms=%.2f max_ms=%.2f\n",
-           o->label, n, o->rate, spread > 0 ? (n - 1) / spread : 0, o->expect, ok, p[0], p[1],
-           p[2], p[3]);
+           o->label, n, o->rate, spread > 0 ? (n - 1) / spread : 0, o->expect, ok, p[0], p[1], p[2],
+           p[3]);
     PQclear(res);
     return ok == n ? 0 : 1;
 }
@@ -147,10 +150,12 @@ static void insert_batch(PGconn *db, const exec_opts_t *o, char lo[24], char hi[
     char n[16];
     snprintf(n, sizeof n, "%d", o->n);
     const char *params[] = {o->action, o->worker, n, o->params};
-    PGresult *res = query(db,
+    PGresult *res = query(
+        db,
         "WITH ins AS (INSERT INTO executions (action_ref, params, pinned_worker)"
         " SELECT $1, $4::jsonb, $2 FROM generate_series(1, $3::integer) RETURNING id)"
-        " SELECT min(id), max(id) FROM ins", 4, params);
+        " SELECT min(id), max(id) FROM ins",
+        4, params);
     snprintf(lo, 24, "%s", PQgetvalue(res, 0, 0));
     snprintf(hi, 24, "%s", PQgetvalue(res, 0, 1));
     PQclear(res);
@@ -167,8 +172,9 @@ static void insert_paced(PGconn *db, exec_opts_t *o, char lo[24], char hi[24])
         if (wait > 0)
             sleep_ms((int)wait);
         PGresult *res = query(db,
-            "INSERT INTO executions (action_ref, params, pinned_worker)"
-            " VALUES ($1, $3::jsonb, $2) RETURNING id", 3, params);
+                              "INSERT INTO executions (action_ref, params, pinned_worker)"
+                              " VALUES ($1, $3::jsonb, $2) RETURNING id",
+                              3, params);
         snprintf(i == 0 ? lo : hi, 24, "%s", PQgetvalue(res, 0, 0));
         PQclear(res);
     }
@@ -176,11 +182,12 @@ static void insert_paced(PGconn *db, exec_opts_t *o, char lo[24], char hi[24])
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: bench_executions -l LABEL -n N -e EXPECTED_STATUS [-m FIRST] [-a ACTION]\n"
-                 "                        [-w WORKER] [-p PARAMS] [-d DATABASE_URL] [-t MAX_WAIT_S]\n"
-                 "       bench_executions -l LABEL -r RATE -D SECONDS -e EXPECTED_STATUS [...]\n"
-                 "DATABASE_URL defaults to $WARREN__DATABASE__URL, ACTION to core.noop, PARAMS\n"
-                 "to {}. -m: report on the first FIRST executions to end and leave the rest.\n");
+    fprintf(out,
+            "usage: bench_executions -l LABEL -n N -e EXPECTED_STATUS [-m FIRST] [-a ACTION]\n"
+            "                        [-w WORKER] [-p PARAMS] [-d DATABASE_URL] [-t MAX_WAIT_S]\n"
+            "       bench_executions -l LABEL -r RATE -D SECONDS -e EXPECTED_STATUS [...]\n"
+            "DATABASE_URL defaults to $WARREN__DATABASE__URL, ACTION to core.noop, PARAMS\n"
+            "to {}. -m: report on the first FIRST executions to end and leave the rest.\n");
 }
 
 static void parse(int argc, char **argv, exec_opts_t *o)
@@ -214,8 +221,10 @@ static void parse(int argc, char **argv, exec_opts_t *o)
 
 int main(int argc, char **argv)
 {
-    exec_opts_t o = {.url = getenv("WARREN__DATABASE__URL"), .action = "core.noop",
-                     .params = "{}", .max_wait_s = 600};
+    exec_opts_t o = {.url = getenv("WARREN__DATABASE__URL"),
+                     .action = "core.noop",
+                     .params = "{}",
+                     .max_wait_s = 600};
     parse(argc, argv, &o);
     char err[ERRBUF_SIZE], lo[24], hi[24];
     PGconn *db = db_connect(o.url, 5, err, sizeof err);
@@ -227,7 +236,9 @@ int main(int argc, char **argv)
     else
         insert_batch(db, &o, lo, hi);
     double waited = await_terminal(db, lo, hi, o.first ? o.first : o.n, &o);
-    int rc = waited < 0 ? 1 : latency ? report_latency(db, lo, hi, &o) : report(db, lo, hi, waited, &o);
+    int rc = waited < 0 ? 1
+             : latency  ? report_latency(db, lo, hi, &o)
+                        : report(db, lo, hi, waited, &o);
     PQfinish(db);
     return rc;
 }

@@ -62,7 +62,8 @@ static int parse(int argc, char **argv, probe_t *p)
     p->duration_s = 10;
     p->timeout_ms = 5000;
     int ch;
-    while ((ch = getopt_long(argc, argv, "u:n:b:mq:T:E:C:I:x:t:P:i:d:f:s:o:c:p:H:", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "u:n:b:mq:T:E:C:I:x:t:P:i:d:f:s:o:c:p:H:", longopts,
+                             NULL)) != -1) {
         switch (ch) {
         case 'u': p->opts.url = optarg; break;
         case 'n': p->count = atoi(optarg); break;
@@ -124,7 +125,7 @@ static int publish_target(mq_client_t *c, const probe_t *p, mq_message_t proto, 
 {
     int failures = 0;
     mq_message_t *msgs = calloc((size_t)p->batch, sizeof *msgs);
-    char (*ids)[64] = calloc((size_t)p->batch, sizeof *ids);
+    char(*ids)[64] = calloc((size_t)p->batch, sizeof *ids);
     int *results = calloc((size_t)p->batch, sizeof *results);
     for (int done = 0; done < p->count;) {
         int n = p->count - done < p->batch ? p->count - done : p->batch;
@@ -157,8 +158,8 @@ static int passive_declare(mq_client_t *c, const char *queue)
         printf("declare status=connection error=%s\n", err);
         return -1;
     }
-    amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(queue), 1, 0, 0, 0,
-                       amqp_empty_table);
+    amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(queue), 1, 0,
+                       0, 0, amqp_empty_table);
     mq_describe_reply(amqp_get_rpc_reply(mq_conn(c)), err, sizeof err);
     printf("declare passive queue=%s reply=%s\n", queue, err);
     return 0;
@@ -184,9 +185,11 @@ static int run_publish(mq_client_t *c, const probe_t *p, int argc, char **argv)
 static void print_delivery(int i, const mq_delivery_t *d)
 {
     char *exec_id = mq_header_string(&d->headers, "execution_id");
-    printf("delivery %d message_id=%s type=%s execution_id=%s content_type=%s redelivered=%d body=%.*s\n",
-           i, d->message_id ? d->message_id : "", d->type ? d->type : "", exec_id ? exec_id : "",
-           d->content_type ? d->content_type : "", d->redelivered, (int)d->body_len, (const char *)d->body);
+    printf(
+        "delivery %d message_id=%s type=%s execution_id=%s content_type=%s redelivered=%d body=%.*s\n",
+        i, d->message_id ? d->message_id : "", d->type ? d->type : "", exec_id ? exec_id : "",
+        d->content_type ? d->content_type : "", d->redelivered, (int)d->body_len,
+        (const char *)d->body);
     free(exec_id);
 }
 
@@ -268,8 +271,9 @@ static int run_loop(mq_client_t *c, const probe_t *p, char *spec)
         fill_message(p, &m, id, sizeof id, seq);
         int rc = mq_publish(c, &m);
         int64_t t1 = now_mono_ms();
-        printf("loop %d t_ms=%lld status=%s breaker=%s elapsed_ms=%lld%s%s\n", seq, (long long)(t0 - start),
-               mq_status_name(rc), breaker_state_name(mq_breaker(c)->state), (long long)(t1 - t0),
+        printf("loop %d t_ms=%lld status=%s breaker=%s elapsed_ms=%lld%s%s\n", seq,
+               (long long)(t0 - start), mq_status_name(rc),
+               breaker_state_name(mq_breaker(c)->state), (long long)(t1 - t0),
                rc == MQ_OK ? "" : " error=", rc == MQ_OK ? "" : mq_last_error(c));
         fflush(stdout);
         sleep_pumping(c, t0 + p->interval_ms);

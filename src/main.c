@@ -26,9 +26,10 @@ static void usage(FILE *out)
     fprintf(out, "usage: warren [--help] COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nRun 'warren COMMAND --help' for a command's options.\n"
-                 "Configuration: -c FILE or WARREN_CONFIG; WARREN__SECTION__KEY overrides any key.\n"
-                 "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
+    fprintf(out,
+            "\nRun 'warren COMMAND --help' for a command's options.\n"
+            "Configuration: -c FILE or WARREN_CONFIG; WARREN__SECTION__KEY overrides any key.\n"
+            "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }
 
 int main(int argc, char **argv)

@@ -8,9 +8,9 @@
 #include "warren/common.h"
 
 typedef struct backoff {
-    int64_t base_ms;   /* first delay (before jitter) */
-    int64_t cap_ms;    /* no delay exceeds this */
-    int attempt;       /* failures since the last reset */
+    int64_t base_ms; /* first delay (before jitter) */
+    int64_t cap_ms;  /* no delay exceeds this */
+    int attempt;     /* failures since the last reset */
 } backoff_t;
 
 void backoff_init(backoff_t *b, int64_t base_ms, int64_t cap_ms);

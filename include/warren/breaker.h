@@ -11,14 +11,14 @@
 typedef enum { BREAKER_CLOSED = 0, BREAKER_OPEN, BREAKER_HALF_OPEN } breaker_state_t;
 
 typedef struct breaker {
-    const char *name;            /* for logs; not owned */
+    const char *name; /* for logs; not owned */
     int failure_threshold;
     int success_threshold;
     int64_t open_timeout_ms;
     breaker_state_t state;
     int consecutive_failures;
     int half_open_successes;
-    bool probe_in_flight;        /* half-open admits one call at a time */
+    bool probe_in_flight; /* half-open admits one call at a time */
     int64_t opened_at_ms;
     /* counters for health and metrics */
     uint64_t calls_allowed, calls_rejected, successes, failures, times_opened;

@@ -14,42 +14,63 @@ typedef enum { QUEUE_CLASSIC = 0, QUEUE_QUORUM } queue_type_t;
 
 /* Effective configuration. Strings are owned by the struct and freed by cfg_free(). */
 typedef struct warren_config {
-    struct { char *url; int connect_timeout_s; } database;
+    struct {
+        char *url;
+        int connect_timeout_s;
+    } database;
     struct {
         char *url;
         int heartbeat_s;
         int prefetch;
         int worker_queue_ttl_ms;
-        int queue_type;                  /* queue_type_t */
+        int queue_type; /* queue_type_t */
         int connect_timeout_ms;
-        int publish_timeout_ms;          /* bound on every publish + confirm */
-        struct { bool enabled; char *exchange; char *queue; int64_t ttl_ms; } dead_letter;
-        struct { char *executions; } exchanges;
-        struct { char *results; char *heartbeats; } queues;
-    } rabbitmq;                          /* key prefix: message_queue.rabbitmq */
-    struct { struct { int failure_threshold; int success_threshold; int open_timeout_s; } messaging; }
-        circuit_breaker;
-    struct { int level; int format; } log; /* log_level_t, log_format_t */
+        int publish_timeout_ms; /* bound on every publish + confirm */
+        struct {
+            bool enabled;
+            char *exchange;
+            char *queue;
+            int64_t ttl_ms;
+        } dead_letter;
+        struct {
+            char *executions;
+        } exchanges;
+        struct {
+            char *results;
+            char *heartbeats;
+        } queues;
+    } rabbitmq; /* key prefix: message_queue.rabbitmq */
     struct {
-        int poll_interval_ms;            /* scheduler tick when idle */
-        int batch_size;                  /* executions claimed / results applied per round trip */
-        int scheduled_timeout_s;         /* scheduled longer than this -> failed */
-        int heartbeat_stale_factor;      /* worker live while heartbeat age < factor * interval */
-        int monitor_interval_s;          /* timeout monitor period; 0 disables it */
-        int dlq_retry_delay_ms;          /* delay before retrying a dead letter after a DB error */
+        struct {
+            int failure_threshold;
+            int success_threshold;
+            int open_timeout_s;
+        } messaging;
+    } circuit_breaker;
+    struct {
+        int level;
+        int format;
+    } log; /* log_level_t, log_format_t */
+    struct {
+        int poll_interval_ms;       /* scheduler tick when idle */
+        int batch_size;             /* executions claimed / results applied per round trip */
+        int scheduled_timeout_s;    /* scheduled longer than this -> failed */
+        int heartbeat_stale_factor; /* worker live while heartbeat age < factor * interval */
+        int monitor_interval_s;     /* timeout monitor period; 0 disables it */
+        int dlq_retry_delay_ms;     /* delay before retrying a dead letter after a DB error */
     } executor;
     struct {
-        char *name;                      /* "" -> WARREN_WORKER_NAME or host name */
+        char *name; /* "" -> WARREN_WORKER_NAME or host name */
         int max_concurrency;
         int heartbeat_interval_s;
         char *handlers_dir;
         int default_timeout_s;
-        char *action_timeouts;           /* "action=seconds,..." (action_timeouts.h) */
+        char *action_timeouts; /* "action=seconds,..." (action_timeouts.h) */
         int kill_grace_s;
         int shutdown_timeout_s;
         int max_output_bytes;
     } worker;
-    unsigned char source[96];            /* cfg_source_t per table row; managed by config.c */
+    unsigned char source[96]; /* cfg_source_t per table row; managed by config.c */
 } warren_config_t;
 
 typedef enum { CFG_SRC_DEFAULT = 0, CFG_SRC_FILE, CFG_SRC_ENV } cfg_source_t;

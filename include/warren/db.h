@@ -13,8 +13,8 @@
 PGconn *db_connect(const char *url, int connect_timeout_s, char *err, size_t errlen);
 /* Run sql with text params; the result must be COMMAND_OK or TUPLES_OK or -1 is returned
  * with the server message in err. *out (may be NULL) gets the result, caller PQclear()s. */
-int db_exec(PGconn *db, const char *sql, int nparams, const char *const *params,
-            PGresult **out, char *err, size_t errlen) WARN_UNUSED;
+int db_exec(PGconn *db, const char *sql, int nparams, const char *const *params, PGresult **out,
+            char *err, size_t errlen) WARN_UNUSED;
 /* True when the last failure looks like a lost connection (retry after reconnect). */
 bool db_connection_lost(PGconn *db);
 

@@ -33,24 +33,25 @@ typedef struct envelope {
     char message_id[ENVELOPE_ID_MAX];
     char correlation_id[ENVELOPE_ID_MAX];
     msg_type_t type;
-    char type_name[64];           /* as received, also for unknown types */
+    char type_name[64]; /* as received, also for unknown types */
     int version;
-    char timestamp[TS_TEXT_MAX];  /* as received: RFC 3339 (warren/timestamp.h) */
-    int64_t timestamp_us;         /* the same instant, microseconds since the epoch */
+    char timestamp[TS_TEXT_MAX]; /* as received: RFC 3339 (warren/timestamp.h) */
+    int64_t timestamp_us;        /* the same instant, microseconds since the epoch */
     char source[64];
     int attempt;
     char trace_id[ENVELOPE_ID_MAX];
-    json_object *payload;         /* owned: released by envelope_free() */
+    json_object *payload; /* owned: released by envelope_free() */
 } envelope_t;
 
 /* Build an envelope around payload (takes ownership of payload; NULL means {}). message_id
  * NULL: a new one. Caller frees the result with free(); *len gets its length. NULL on OOM,
  * for MSG_UNKNOWN, or when the text would exceed ENVELOPE_MAX_BYTES (peers would refuse it). */
 char *envelope_encode(msg_type_t type, const char *message_id, const char *correlation_id,
-                      const char *source, int attempt, const char *trace_id,
-                      json_object *payload, size_t *len);
+                      const char *source, int attempt, const char *trace_id, json_object *payload,
+                      size_t *len);
 /* Parse body of len bytes. On error returns -1 and names the field and problem in err. */
-int envelope_decode(const void *body, size_t len, envelope_t *out, char *err, size_t errlen) WARN_UNUSED;
+int envelope_decode(const void *body, size_t len, envelope_t *out, char *err,
+                    size_t errlen) WARN_UNUSED;
 void envelope_free(envelope_t *e);
 
 /* Dispatch payload (ExecutionRequested). */
@@ -58,12 +59,13 @@ typedef struct dispatch {
     int64_t execution_id;
     char worker_id[WORKER_ID_MAX + 1];
     char action_ref[ACTION_REF_MAX + 1];
-    json_object *params;          /* borrowed from the envelope payload; NULL when absent */
-    int attempt;                  /* >= 1; 1 when absent */
-    int timeout_s;                /* >= 0; 0 (absent) means the worker's default */
+    json_object *params; /* borrowed from the envelope payload; NULL when absent */
+    int attempt;         /* >= 1; 1 when absent */
+    int timeout_s;       /* >= 0; 0 (absent) means the worker's default */
 } dispatch_t;
 /* execution_id may be a JSON integer or a string of digits (peers that send ids as text). */
-int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size_t errlen) WARN_UNUSED;
+int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err,
+                          size_t errlen) WARN_UNUSED;
 /* A new object the caller owns (json_object_put); takes its own reference on d->params. */
 json_object *dispatch_to_payload(const dispatch_t *d);
 

@@ -59,7 +59,7 @@ typedef void (*evloop_stop_fn)(void *arg, evloop_stop_t step, const char *signal
 
 typedef struct evloop_signals {
     struct event term, intr, quit;
-    int terms;                    /* SIGTERM/SIGINT seen */
+    int terms; /* SIGTERM/SIGINT seen */
     evloop_stop_fn fn;
     void *arg;
 } evloop_signals_t;

@@ -23,24 +23,26 @@
 #define EXEC_NAME_ABANDONED "abandoned"
 
 /* X(NAME, final): every status, in order; a final (terminal) one never changes again. */
-#define EXEC_STATUSES(X)                                                                        \
-    X(REQUESTED, false)                                                                         \
-    X(SCHEDULING, false)                                                                        \
-    X(SCHEDULED, false)                                                                         \
-    X(RUNNING, false)                                                                           \
-    X(CANCELING, false)                                                                         \
-    X(COMPLETED, true)                                                                          \
-    X(FAILED, true)                                                                             \
-    X(CANCELLED, true)                                                                          \
-    X(TIMEOUT, true)                                                                            \
+#define EXEC_STATUSES(X)                                                                           \
+    X(REQUESTED, false)                                                                            \
+    X(SCHEDULING, false)                                                                           \
+    X(SCHEDULED, false)                                                                            \
+    X(RUNNING, false)                                                                              \
+    X(CANCELING, false)                                                                            \
+    X(COMPLETED, true)                                                                             \
+    X(FAILED, true)                                                                                \
+    X(CANCELLED, true)                                                                             \
+    X(TIMEOUT, true)                                                                               \
     X(ABANDONED, true)
 
+/* clang-format off */
 typedef enum {
 #define EXEC_STATUS_ENUM(name, final) EXEC_##name,
     EXEC_STATUSES(EXEC_STATUS_ENUM)
 #undef EXEC_STATUS_ENUM
     EXEC_STATUS_COUNT
 } exec_status_t;
+/* clang-format on */
 
 /* The status as an SQL literal for statement text: EXEC_SQL(RUNNING) is "'running'". */
 #define EXEC_SQL(name) "'" EXEC_NAME_##name "'"

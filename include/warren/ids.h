@@ -13,8 +13,8 @@
 #define WORKER_ID_MAX 64
 bool ids_worker_valid(const char *id);
 /* The worker id rule in words, for error messages. */
-#define IDS_WORKER_RULE                                                                         \
-    "use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, with no "  \
+#define IDS_WORKER_RULE                                                                            \
+    "use 1 to 64 letters, digits, '_', '.' or '-', starting with a letter or digit, with no "      \
     "'..' and no trailing '.'"
 
 /* Action refs: 1 to 255 of [A-Za-z0-9._-], not starting with '.': a ref can name a file in the

@@ -15,8 +15,8 @@
 #include "warren/common.h"
 
 typedef struct jf {
-    json_object *obj;  /* the object read; anything else reads as having no members */
-    const char *path;  /* its path in the message ("payload", "headers"); NULL at the top */
+    json_object *obj; /* the object read; anything else reads as having no members */
+    const char *path; /* its path in the message ("payload", "headers"); NULL at the top */
     char *err;
     size_t errlen;
 } jf_t;

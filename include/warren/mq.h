@@ -14,13 +14,13 @@
 /* Distinct results so callers can tell "broker said no" from "breaker said no". */
 typedef enum {
     MQ_OK = 0,
-    MQ_ERR_BREAKER_OPEN = -2,  /* fail fast: the breaker is open, nothing was sent */
-    MQ_ERR_NACKED = -3,        /* the broker nacked the publish */
-    MQ_ERR_RETURNED = -4,      /* mandatory publish was unroutable (basic.return) */
-    MQ_ERR_TIMEOUT = -5,       /* no confirm within publish_timeout_ms */
-    MQ_ERR_CONNECTION = -6,    /* socket/connection/channel failure; reconnect pending */
+    MQ_ERR_BREAKER_OPEN = -2,     /* fail fast: the breaker is open, nothing was sent */
+    MQ_ERR_NACKED = -3,           /* the broker nacked the publish */
+    MQ_ERR_RETURNED = -4,         /* mandatory publish was unroutable (basic.return) */
+    MQ_ERR_TIMEOUT = -5,          /* no confirm within publish_timeout_ms */
+    MQ_ERR_CONNECTION = -6,       /* socket/connection/channel failure; reconnect pending */
     MQ_ERR_CLOSED_BY_BROKER = -7, /* channel.close from the broker (e.g. 404, 406) */
-    MQ_ERR_CANCELLED = -8,     /* the broker cancelled our consumer (queue deleted): resubscribe */
+    MQ_ERR_CANCELLED = -8, /* the broker cancelled our consumer (queue deleted): resubscribe */
 } mq_status_t;
 
 /* "ok", "breaker_open", "nacked", ... for logs and tools. */
@@ -29,7 +29,7 @@ const char *mq_status_name(int status);
 /* Zero or negative numbers mean "use the default" (timeouts 5000 ms, breaker 5 / 2 / 30 s),
  * except heartbeat_s 0 (no heartbeats) and prefetch 0 (unlimited). */
 typedef struct mq_options {
-    const char *url;              /* amqp://user:pass@host:port/vhost */
+    const char *url; /* amqp://user:pass@host:port/vhost */
     int heartbeat_s;
     int connect_timeout_ms;
     int publish_timeout_ms;
@@ -37,7 +37,7 @@ typedef struct mq_options {
     int breaker_failure_threshold;
     int breaker_success_threshold;
     int breaker_open_timeout_s;
-    const char *app_id;           /* "warren-executor", "warren-worker" */
+    const char *app_id; /* "warren-executor", "warren-worker" */
 } mq_options_t;
 
 void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id);
@@ -48,12 +48,12 @@ typedef struct mq_message {
     const char *routing_key;
     const void *body;
     size_t body_len;
-    const char *message_id;       /* NULL: generated */
-    const char *correlation_id;   /* optional */
-    const char *type;             /* message type, e.g. "ExecutionRequested" */
-    const char *execution_id;     /* optional; sent as header "execution_id" */
-    bool mandatory;               /* unroutable -> MQ_ERR_RETURNED */
-    int64_t expiration_ms;        /* per-message TTL; 0: none */
+    const char *message_id;     /* NULL: generated */
+    const char *correlation_id; /* optional */
+    const char *type;           /* message type, e.g. "ExecutionRequested" */
+    const char *execution_id;   /* optional; sent as header "execution_id" */
+    bool mandatory;             /* unroutable -> MQ_ERR_RETURNED */
+    int64_t expiration_ms;      /* per-message TTL; 0: none */
 } mq_message_t;
 
 /* A delivered message. The caller owns it and frees it with mq_free_delivery(); it stays valid
@@ -65,10 +65,10 @@ typedef struct mq_delivery {
     bool redelivered;
     char *exchange, *routing_key, *consumer_tag;
     char *message_id, *correlation_id, *type, *content_type;
-    int64_t timestamp;            /* seconds; 0 if absent */
+    int64_t timestamp; /* seconds; 0 if absent */
     void *body;
     size_t body_len;
-    amqp_table_t headers;         /* raw headers (x-death etc.); valid until freed */
+    amqp_table_t headers; /* raw headers (x-death etc.); valid until freed */
 } mq_delivery_t;
 
 typedef struct mq_client mq_client_t;

@@ -19,7 +19,8 @@ int topo_dispatch_key(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
 
 /* Declare exchanges and the dead-letter queue, and the executor's queues. A 406
  * "inequivalent arg" becomes an operator-readable message in err, not a crash. */
-int topo_declare_common(mq_client_t *c, const warren_config_t *cfg, char *err, size_t errlen) WARN_UNUSED;
+int topo_declare_common(mq_client_t *c, const warren_config_t *cfg, char *err,
+                        size_t errlen) WARN_UNUSED;
 /* Declare and bind one worker's queue with TTL and DLX (quorum args when configured). */
 int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *worker_id,
                         char *err, size_t errlen) WARN_UNUSED;

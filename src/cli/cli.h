@@ -8,9 +8,9 @@
 typedef int (*cli_command_fn)(int argc, char **argv);
 
 int cmd_version(int argc, char **argv);
-int cmd_config(int argc, char **argv);     /* config check [-c FILE] */
-int cmd_migrate(int argc, char **argv);    /* migrate [-c FILE] */
-int cmd_topology(int argc, char **argv);   /* topology declare|verify [-c FILE] */
+int cmd_config(int argc, char **argv);   /* config check [-c FILE] */
+int cmd_migrate(int argc, char **argv);  /* migrate [-c FILE] */
+int cmd_topology(int argc, char **argv); /* topology declare|verify [-c FILE] */
 int cmd_executor(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_submit(int argc, char **argv);

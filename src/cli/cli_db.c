@@ -128,8 +128,10 @@ int cli_parse_read_opts(const char *cmd, const char *usage, int argc, char **arg
                         const char **config, bool *json)
 {
     static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'}, {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"json", no_argument, NULL, 'j'},
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int ch;
     optind = 1;

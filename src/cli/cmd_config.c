@@ -6,15 +6,17 @@
 
 static void config_usage(FILE *out)
 {
-    fprintf(out, "usage: warren config check [-c FILE]   validate, print effective values and sources\n"
-                 "       warren config docs               print the configuration reference (Markdown)\n");
+    fprintf(
+        out,
+        "usage: warren config check [-c FILE]   validate, print effective values and sources\n"
+        "       warren config docs               print the configuration reference (Markdown)\n");
 }
 
 int cmd_config(int argc, char **argv)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *path = NULL;
     int ch;
     optind = 1;

@@ -42,9 +42,10 @@ static int get_parse(int argc, char **argv, get_opts_t *o)
         return rc;
     int64_t id;
     if (optind != argc - 1 || cli_parse_int64(argv[optind], 1, INT64_MAX, &id) != 0) {
-        cli_usage_error("get", get_usage_line, optind == argc ? "ID missing"
+        cli_usage_error("get", get_usage_line,
+                        optind == argc      ? "ID missing"
                         : optind < argc - 1 ? "one ID only"
-                        : "an execution id is a positive whole number");
+                                            : "an execution id is a positive whole number");
         return -1;
     }
     o->id = argv[optind];
@@ -61,6 +62,7 @@ static const char get_json_sql[] =
     "   FROM dead_letters d WHERE d.execution_id = e.id), '[]')))::text AS doc "
     "FROM executions e WHERE id = $1";
 
+/* clang-format off */
 /* Timestamps read as "2024-05-01 12:00:00.123 UTC" in the session's time zone. */
 #define TS(col) "to_char(" col ", 'YYYY-MM-DD HH24:MI:SS.MS TZ')"
 #define SINCE(col) "extract(epoch FROM now() - " col ")"
@@ -85,6 +87,7 @@ static const char get_events_sql[] =
 static const char get_dead_letters_sql[] =
     "SELECT id, " TS("received_at") ", reason, queue, resolution, error "
     "FROM dead_letters WHERE execution_id = $1 ORDER BY id";
+/* clang-format on */
 
 static void get_line(const char *label, const char *value)
 {
@@ -154,8 +157,8 @@ static int get_print_related(PGconn *db, const char *id, const char *title, cons
 static int get_print_text(PGconn *db, const PGresult *row, const char *id)
 {
     static const char *const events[] = {"AT", "FROM", "TO", "WORKER", "ATTEMPT", "ERROR"};
-    static const char *const dead_letters[] = {"ID",         "RECEIVED", "REASON",
-                                               "QUEUE",      "RESOLUTION", "ERROR"};
+    static const char *const dead_letters[] = {"ID",    "RECEIVED",   "REASON",
+                                               "QUEUE", "RESOLUTION", "ERROR"};
     get_print_row(row);
     if (get_print_related(db, id, "history", get_events_sql, events) != 0 ||
         get_print_related(db, id, "dead letters", get_dead_letters_sql, dead_letters) != 0)

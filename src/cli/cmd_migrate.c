@@ -39,8 +39,10 @@ static int migrate_usage_error(void)
 static int migrate_parse(int argc, char **argv, migrate_opts_t *o)
 {
     static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'}, {"dir", required_argument, NULL, 'd'},
-        {"status", no_argument, NULL, 's'},       {"help", no_argument, NULL, 'h'},
+        {"config", required_argument, NULL, 'c'},
+        {"dir", required_argument, NULL, 'd'},
+        {"status", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int c;

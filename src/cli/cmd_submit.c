@@ -25,7 +25,7 @@ typedef struct submit_opts {
     const char *action;
     const char *params;
     const char *worker;
-    const char *timeout_s; /* validated text, passed to SQL as is */
+    const char *timeout_s;  /* validated text, passed to SQL as is */
     int64_t wait_timeout_s; /* 0: wait as long as it takes */
     bool wait;
     bool wait_timeout_given;
@@ -62,8 +62,8 @@ static int submit_check(submit_opts_t *o)
         return cli_usage_error("submit", submit_usage_line, "invalid action '%.*s': %s",
                                utf8_prec(o->action, 64), o->action, IDS_ACTION_REF_RULE);
     if (o->params && cli_json_object_check(o->params, err, sizeof err) != 0)
-        return cli_usage_error("submit", submit_usage_line,
-                               "--params must be a JSON object: %s", err);
+        return cli_usage_error("submit", submit_usage_line, "--params must be a JSON object: %s",
+                               err);
     if (o->worker && !ids_worker_valid(o->worker))
         return cli_usage_error("submit", submit_usage_line, "invalid worker id '%.*s': %s",
                                utf8_prec(o->worker, 80), o->worker, IDS_WORKER_RULE);
@@ -81,11 +81,15 @@ static int submit_parse(int argc, char **argv, submit_opts_t *o)
 {
     enum { OPT_WAIT = 256, OPT_WAIT_TIMEOUT };
     static const struct option longopts[] = {
-        {"params", required_argument, NULL, 'p'},   {"worker", required_argument, NULL, 'w'},
-        {"timeout", required_argument, NULL, 't'},  {"wait", no_argument, NULL, OPT_WAIT},
+        {"params", required_argument, NULL, 'p'},
+        {"worker", required_argument, NULL, 'w'},
+        {"timeout", required_argument, NULL, 't'},
+        {"wait", no_argument, NULL, OPT_WAIT},
         {"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
-        {"json", no_argument, NULL, 'j'},           {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"json", no_argument, NULL, 'j'},
+        {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int ch;
     optind = 1;
@@ -170,8 +174,8 @@ static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o)
         if (cli_status_terminal(status) || now_mono_ms() >= deadline) {
             int rc = submit_report(res, o);
             if (!cli_status_terminal(status)) {
-                fprintf(stderr, "warren submit: execution %s still %s after waiting %" PRId64
-                        "s\n", id, status, o->wait_timeout_s);
+                fprintf(stderr, "warren submit: execution %s still %s after waiting %" PRId64 "s\n",
+                        id, status, o->wait_timeout_s);
                 rc = EXIT_RUNTIME;
             }
             PQclear(res);

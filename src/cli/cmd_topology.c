@@ -10,31 +10,32 @@
 
 static void topology_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: warren topology declare [-c FILE] [--worker ID ...]\n"
-            "       warren topology verify [-c FILE] [--worker ID ...] [--mgmt-url URL]\n"
-            "\n"
-            "declare  create the exchanges, the dead-letter queue, the executor's queues and\n"
-            "         each named worker's queue with the configured arguments\n"
-            "verify   compare the broker with the configuration, one line per difference;\n"
-            "         without --worker, every worker queue the management API lists is checked\n"
-            "\n"
-            "  -c, --config FILE   configuration file (default $WARREN_CONFIG)\n"
-            "  -w, --worker ID     a worker's queue too (repeatable)\n"
-            "  -m, --mgmt-url URL  management API, http://host:port (default $WARREN_MGMT_URL).\n"
-            "                      Credentials come from the AMQP URL (message_queue.rabbitmq.url),\n"
-            "                      or from WARREN_MGMT_URL=http://user:pass@host:port; never from\n"
-            "                      the command line, where every local user can read them.\n"
-            "                      Without a management URL only existence can be checked.\n"
-            "\n"
-            "Exit status: 0 ok, 1 broker failure or drift found, 2 usage or configuration error.\n");
+    fprintf(
+        out,
+        "usage: warren topology declare [-c FILE] [--worker ID ...]\n"
+        "       warren topology verify [-c FILE] [--worker ID ...] [--mgmt-url URL]\n"
+        "\n"
+        "declare  create the exchanges, the dead-letter queue, the executor's queues and\n"
+        "         each named worker's queue with the configured arguments\n"
+        "verify   compare the broker with the configuration, one line per difference;\n"
+        "         without --worker, every worker queue the management API lists is checked\n"
+        "\n"
+        "  -c, --config FILE   configuration file (default $WARREN_CONFIG)\n"
+        "  -w, --worker ID     a worker's queue too (repeatable)\n"
+        "  -m, --mgmt-url URL  management API, http://host:port (default $WARREN_MGMT_URL).\n"
+        "                      Credentials come from the AMQP URL (message_queue.rabbitmq.url),\n"
+        "                      or from WARREN_MGMT_URL=http://user:pass@host:port; never from\n"
+        "                      the command line, where every local user can read them.\n"
+        "                      Without a management URL only existence can be checked.\n"
+        "\n"
+        "Exit status: 0 ok, 1 broker failure or drift found, 2 usage or configuration error.\n");
 }
 
 typedef struct topology_args {
     const char *action;
     const char *config;
     const char *mgmt_url;
-    bool mgmt_option;            /* --mgmt-url given (only verify takes it) */
+    bool mgmt_option; /* --mgmt-url given (only verify takes it) */
     const char **workers;
     size_t n_workers;
 } topology_args_t;
@@ -46,12 +47,13 @@ static bool refuse_password_in_argv(const char *url)
     char *masked = cfg_mask_url(url);
     bool secret = !masked || strcmp(masked, url) != 0;
     if (secret)
-        fprintf(stderr,
-                "warren topology: --mgmt-url %s: a password on the command line is visible to every "
-                "local user (ps) and stays in shell history.\n"
-                "Leave the credentials out to use those of message_queue.rabbitmq.url, or put the "
-                "whole URL in WARREN_MGMT_URL.\n",
-                masked ? masked : "(URL with credentials)");
+        fprintf(
+            stderr,
+            "warren topology: --mgmt-url %s: a password on the command line is visible to every "
+            "local user (ps) and stays in shell history.\n"
+            "Leave the credentials out to use those of message_queue.rabbitmq.url, or put the "
+            "whole URL in WARREN_MGMT_URL.\n",
+            masked ? masked : "(URL with credentials)");
     free(masked);
     return secret;
 }
@@ -60,10 +62,10 @@ static bool refuse_password_in_argv(const char *url)
 static int parse_args(int argc, char **argv, topology_args_t *a)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                          {"worker", required_argument, NULL, 'w'},
-                                          {"mgmt-url", required_argument, NULL, 'm'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+                                         {"worker", required_argument, NULL, 'w'},
+                                         {"mgmt-url", required_argument, NULL, 'm'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     int ch;
     a->mgmt_url = getenv("WARREN_MGMT_URL");
     optind = 1;

@@ -56,9 +56,9 @@ static const char *worker_id(const char *option, const warren_config_t *cfg, cha
 int cmd_worker(int argc, char **argv)
 {
     static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                          {"name", required_argument, NULL, 'n'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+                                         {"name", required_argument, NULL, 'n'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *path = NULL, *name = NULL, *source = NULL;
     int ch;
     optind = 1;
@@ -83,8 +83,9 @@ int cmd_worker(int argc, char **argv)
     char host[256];
     const char *id = worker_id(name, &cfg, host, sizeof host, &source);
     if (!ids_worker_valid(id)) {
-        fprintf(stderr, "warren worker: invalid worker id '%s' (from %s): %s; set one with --name, "
-                        "worker.name or WARREN_WORKER_NAME\n",
+        fprintf(stderr,
+                "warren worker: invalid worker id '%s' (from %s): %s; set one with --name, "
+                "worker.name or WARREN_WORKER_NAME\n",
                 id, source, IDS_WORKER_RULE);
         cfg_free(&cfg);
         return EXIT_USAGE;

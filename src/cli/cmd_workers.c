@@ -46,8 +46,8 @@ static int workers_parse(int argc, char **argv, workers_opts_t *o)
  * (a worker that said "stopping" or "offline" gets no new work however fresh its heartbeat). */
 #define WORKERS_ROWS                                                                               \
     "SELECT w.*, greatest(extract(epoch FROM now() - last_heartbeat), 0) AS heartbeat_age_s,"      \
-    " status = 'online' AND now() - last_heartbeat < $1::integer * heartbeat_interval_s"    \
-    "   * interval '1 second' AS live "  \
+    " status = 'online' AND now() - last_heartbeat < $1::integer * heartbeat_interval_s"           \
+    "   * interval '1 second' AS live "                                                            \
     "FROM workers w"
 
 static const char workers_json_sql[] =

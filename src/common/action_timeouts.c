@@ -37,7 +37,8 @@ int action_timeouts_check(const char *spec, char *why, size_t whylen)
         if (parse_entry(s, end, &name_len, &seconds) != 0) {
             snprintf(why, whylen,
                      "entry '%.*s' is not action=seconds (action: letters, digits, '._-'; "
-                     "seconds: 1 .. %d)", (int)(end - s), s, ACTION_TIMEOUT_MAX_S);
+                     "seconds: 1 .. %d)",
+                     (int)(end - s), s, ACTION_TIMEOUT_MAX_S);
             return -1;
         }
         s = *end ? end + 1 : end;

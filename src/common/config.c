@@ -42,7 +42,8 @@ static bool is_group(const char *prefix)
     return false;
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
@@ -117,7 +118,8 @@ static int set_from_text(warren_config_t *cfg, const cfg_key_t *k, const char *t
         return set_int(cfg, k, v, why, whylen);
     }
     case CT_BOOL: {
-        static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
+        static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0",
+                                                                                    "no", "off"};
         for (size_t i = 0; i < 4; i++) {
             if (!strcasecmp(text, yes[i]) || !strcasecmp(text, no[i])) {
                 *(bool *)field(cfg, k) = !strcasecmp(text, yes[i]);
@@ -175,15 +177,12 @@ static int apply_setting(warren_config_t *cfg, const cfg_key_t *k, const config_
               (k->type == CT_BOOL && type == CONFIG_TYPE_BOOL) ||
               ((k->type == CT_STRING || k->type == CT_ENUM) && type == CONFIG_TYPE_STRING);
     if (!ok)
-        return fail(why, whylen, "expected %s, got %s", key_type_name(k->type), setting_type_name(type));
+        return fail(why, whylen, "expected %s, got %s", key_type_name(k->type),
+                    setting_type_name(type));
     switch (k->type) {
-    case CT_INT:
-        return set_int(cfg, k, config_setting_get_int64(s), why, whylen);
-    case CT_BOOL:
-        *(bool *)field(cfg, k) = config_setting_get_bool(s);
-        return 0;
-    default:
-        return set_from_text(cfg, k, config_setting_get_string(s), why, whylen);
+    case CT_INT: return set_int(cfg, k, config_setting_get_int64(s), why, whylen);
+    case CT_BOOL: *(bool *)field(cfg, k) = config_setting_get_bool(s); return 0;
+    default: return set_from_text(cfg, k, config_setting_get_string(s), why, whylen);
     }
 }
 
@@ -301,8 +300,9 @@ static char *widen_integers(const char *in, size_t len, const char *file, char *
             const char *end = strstr(p + 2, "*/");
             n = end ? (size_t)(end + 2 - p) : len - i;
         } else if (!strncmp(p, "@include", 8)) {
-            fail(err, errlen, "%s:%d: @include is not supported: keep the configuration in one file",
-                 file, line_at(in, p));
+            fail(err, errlen,
+                 "%s:%d: @include is not supported: keep the configuration in one file", file,
+                 line_at(in, p));
             free(out);
             return NULL;
         } else if ((isdigit((unsigned char)*p) ||
@@ -360,7 +360,8 @@ static char *read_text(const char *file, size_t *len, char *err, size_t errlen)
         else if (r < 0)
             fail(err, errlen, "%s: cannot read: %s", file, strerror(read_errno));
         else
-            fail(err, errlen, "%s: larger than %d bytes; not a configuration file", file, CFG_FILE_MAX);
+            fail(err, errlen, "%s: larger than %d bytes; not a configuration file", file,
+                 CFG_FILE_MAX);
         free(buf);
         return NULL;
     }
@@ -417,11 +418,13 @@ static int load_env(warren_config_t *cfg, char *err, size_t errlen)
                 continue;
             known = true;
             if (set_from_text(cfg, &cfg_table[i], eq + 1, why, sizeof why))
-                return fail(err, errlen, "environment %s (key %s): %s", name, cfg_table[i].path, why);
+                return fail(err, errlen, "environment %s (key %s): %s", name, cfg_table[i].path,
+                            why);
             cfg->source[i] = CFG_SRC_ENV;
         }
         if (!known)
-            return fail(err, errlen, "environment %.*s: unknown key (WARREN__ + path with dots as __)",
+            return fail(err, errlen,
+                        "environment %.*s: unknown key (WARREN__ + path with dots as __)",
                         (int)namelen, *e);
     }
     return 0;
@@ -550,8 +553,9 @@ char *cfg_mask_url(const char *url)
     if (!out)
         return NULL;
     const char *scheme = strstr(url, "://");
-    if (!scheme || scheme == url || strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                "0123456789+.-") != (size_t)(scheme - url)) {
+    if (!scheme || scheme == url ||
+        strspn(url, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                    "0123456789+.-") != (size_t)(scheme - url)) {
         mask_conninfo(url, out);
         return out;
     }
@@ -647,7 +651,8 @@ void cfg_print(const warren_config_t *cfg, FILE *out)
     static const char *const src_names[] = {"default", "file", "env"};
     for (size_t i = 0; i < cfg_table_len; i++) {
         char *v = value_text(cfg, &cfg_table[i], true);
-        const char *quote = cfg_table[i].type == CT_STRING || cfg_table[i].type == CT_ENUM ? "\"" : "";
+        const char *quote = cfg_table[i].type == CT_STRING || cfg_table[i].type == CT_ENUM ? "\""
+                                                                                           : "";
         char src[200];
         if (cfg->source[i] == CFG_SRC_ENV) {
             char name[160];
@@ -663,21 +668,22 @@ void cfg_print(const warren_config_t *cfg, FILE *out)
 
 void cfg_write_docs(FILE *out)
 {
-    fprintf(out, "# Configuration reference\n\n"
-                 "Generated from the key table in `src/common/config_table.c` by `warren config docs`;\n"
-                 "do not edit by hand (a test compares this file with the generated text).\n\n"
-                 "warren reads a libconfig file given by `-c FILE` or `WARREN_CONFIG` (see "
-                 "`conf/warren.conf`),\nthen environment variables: every key can be overridden by "
-                 "`WARREN__` + the key path\nupper-cased with dots written as `__`, e.g. "
-                 "`WARREN__MESSAGE_QUEUE__RABBITMQ__URL`.\n"
-                 "An unknown key, a wrong type, a value out of bounds or a malformed file is an error "
-                 "(exit 2)\nthat names the file, line and key; integers are read in 64 bits, so one too "
-                 "large is refused,\nnever wrapped. `@include` is not supported. `warren config check` "
-                 "prints the effective values,\nevery password masked, with where each came from "
-                 "(default, file or env).\n"
-                 "Changing any key needs a restart.\n\n"
-                 "| key | type | default | bounds / values | environment | description |\n"
-                 "|---|---|---|---|---|---|\n");
+    fprintf(out,
+            "# Configuration reference\n\n"
+            "Generated from the key table in `src/common/config_table.c` by `warren config docs`;\n"
+            "do not edit by hand (a test compares this file with the generated text).\n\n"
+            "warren reads a libconfig file given by `-c FILE` or `WARREN_CONFIG` (see "
+            "`conf/warren.conf`),\nthen environment variables: every key can be overridden by "
+            "`WARREN__` + the key path\nupper-cased with dots written as `__`, e.g. "
+            "`WARREN__MESSAGE_QUEUE__RABBITMQ__URL`.\n"
+            "An unknown key, a wrong type, a value out of bounds or a malformed file is an error "
+            "(exit 2)\nthat names the file, line and key; integers are read in 64 bits, so one too "
+            "large is refused,\nnever wrapped. `@include` is not supported. `warren config check` "
+            "prints the effective values,\nevery password masked, with where each came from "
+            "(default, file or env).\n"
+            "Changing any key needs a restart.\n\n"
+            "| key | type | default | bounds / values | environment | description |\n"
+            "|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < cfg_table_len; i++) {
         const cfg_key_t *k = &cfg_table[i];
         char bounds[128] = "", env[160];

@@ -11,12 +11,14 @@ static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL}
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
+/* clang-format off */
 #define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
 #define CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, check}
 #define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL}
 #define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h, NULL}
 #define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
 #define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h, NULL}
+/* clang-format on */
 #define MQ "message_queue.rabbitmq."
 #define DAY_MS 86400000LL
 
@@ -59,8 +61,8 @@ const cfg_key_t cfg_table[] = {
         "5", 1, 1000, "Consecutive publish/consume failures that open the breaker"),
     INT("circuit_breaker.messaging.success_threshold", circuit_breaker.messaging.success_threshold,
         "2", 1, 1000, "Successful probes in half-open that close the breaker"),
-    INT("circuit_breaker.messaging.open_timeout_s", circuit_breaker.messaging.open_timeout_s,
-        "30", 1, 3600, "Seconds the breaker stays open before admitting a probe"),
+    INT("circuit_breaker.messaging.open_timeout_s", circuit_breaker.messaging.open_timeout_s, "30",
+        1, 3600, "Seconds the breaker stays open before admitting a probe"),
 
     ENUM("log.level", log.level, "info", log_levels, "Lowest level written"),
     ENUM("log.format", log.format, "auto", log_formats,

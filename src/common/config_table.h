@@ -8,15 +8,15 @@
 typedef enum { CT_STRING = 0, CT_INT, CT_BOOL, CT_ENUM } cfg_type_t;
 
 typedef struct cfg_key {
-    const char *path;            /* dotted key path as written in the file */
+    const char *path; /* dotted key path as written in the file */
     cfg_type_t type;
-    size_t offset;               /* into warren_config_t */
-    size_t size;                 /* bytes of the field: CT_INT is int or int64_t */
-    const char *def;             /* default as text (parsed like an environment value) */
-    long long min, max;          /* bounds for CT_INT */
-    const char *const *choices;  /* NULL-terminated, for CT_ENUM (stored as the index) */
-    bool secret;                 /* masked by `config check` */
-    bool reloadable;             /* may change without a restart (no reload yet: documented) */
+    size_t offset;              /* into warren_config_t */
+    size_t size;                /* bytes of the field: CT_INT is int or int64_t */
+    const char *def;            /* default as text (parsed like an environment value) */
+    long long min, max;         /* bounds for CT_INT */
+    const char *const *choices; /* NULL-terminated, for CT_ENUM (stored as the index) */
+    bool secret;                /* masked by `config check` */
+    bool reloadable;            /* may change without a restart (no reload yet: documented) */
     const char *help;
     /* Extra check of a string value (NULL: none); -1 with the problem in why. */
     int (*check)(const char *value, char *why, size_t whylen);

@@ -28,7 +28,7 @@ int64_t evloop_pump_interval_ms(int64_t heartbeat_ms)
     if (heartbeat_ms <= 0)
         return EVLOOP_PUMP_MAX_MS;
     int64_t ms = heartbeat_ms / 4;
-    return ms < EVLOOP_PUMP_MIN_MS ? EVLOOP_PUMP_MIN_MS
+    return ms < EVLOOP_PUMP_MIN_MS   ? EVLOOP_PUMP_MIN_MS
            : ms > EVLOOP_PUMP_MAX_MS ? EVLOOP_PUMP_MAX_MS
                                      : ms;
 }
@@ -80,14 +80,10 @@ int evloop_every(struct event *ev, struct event_base *base, int64_t ms, event_ca
 const char *evloop_signal_name(int sig)
 {
     switch (sig) {
-    case SIGTERM:
-        return "SIGTERM";
-    case SIGINT:
-        return "SIGINT";
-    case SIGQUIT:
-        return "SIGQUIT";
-    default:
-        return "signal";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGQUIT: return "SIGQUIT";
+    default: return "signal";
     }
 }
 
@@ -96,14 +92,13 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
     (void)what;
     evloop_signals_t *s = arg;
     int sig = (int)fd;
-    evloop_stop_t step = sig == SIGQUIT      ? EVLOOP_EXIT_NOW
+    evloop_stop_t step = sig == SIGQUIT    ? EVLOOP_EXIT_NOW
                          : s->terms++ == 0 ? EVLOOP_DRAIN
                                            : EVLOOP_EXIT_FAST;
     s->fn(s->arg, step, evloop_signal_name(sig));
 }
 
-int evloop_signals_init(evloop_signals_t *s, struct event_base *base, evloop_stop_fn fn,
-                        void *arg)
+int evloop_signals_init(evloop_signals_t *s, struct event_base *base, evloop_stop_fn fn, void *arg)
 {
     s->terms = 0;
     s->fn = fn;

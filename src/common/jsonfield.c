@@ -32,7 +32,7 @@ static const char *field_name(const jf_t *r, const char *key, char *buf)
     return buf;
 }
 
-__attribute__((format(printf, 2, 3)))
+static int fail(const jf_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(const jf_t *r, const char *fmt, ...)
 {
     va_list ap;
@@ -43,12 +43,10 @@ static int fail(const jf_t *r, const char *fmt, ...)
 }
 
 /* r->obj[key]; absent and null both count as missing. */
-static int lookup(const jf_t *r, const char *key, const char *name, bool required,
-                  json_object **v)
+static int lookup(const jf_t *r, const char *key, const char *name, bool required, json_object **v)
 {
     *v = NULL;
-    if (json_object_is_type(r->obj, json_type_object) &&
-        !json_object_object_get_ex(r->obj, key, v))
+    if (json_object_is_type(r->obj, json_type_object) && !json_object_object_get_ex(r->obj, key, v))
         *v = NULL;
     if (json_object_is_type(*v, json_type_null)) /* json-c: NULL is null too */
         *v = NULL;
@@ -216,7 +214,6 @@ bool jf_has_nul(json_object *v)
         }
         return false;
     }
-    default:
-        return false;
+    default: return false;
     }
 }

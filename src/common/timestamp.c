@@ -81,10 +81,9 @@ int ts_parse(const char *s, int64_t *us)
     int y, mo, d, h, mi, sec, off;
     int64_t frac;
     /* Each test stops at the first byte that differs, so a short text is never read past. */
-    if (!s || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) ||
-        s[7] != '-' || !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') ||
-        !digits(s + 11, 2, &h) || s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' ||
-        !digits(s + 17, 2, &sec))
+    if (!s || !digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
+        !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2, &h) ||
+        s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &sec))
         return -1;
     const char *p = s + 19;
     if (!fraction(&p, &frac) || !offset(p, &off))

@@ -84,8 +84,8 @@ void db_describe_error(PGconn *db, const PGresult *res, char *err, size_t errlen
     copy_message(err, errlen, "", line);
 }
 
-int db_exec(PGconn *db, const char *sql, int nparams, const char *const *params,
-            PGresult **out, char *err, size_t errlen)
+int db_exec(PGconn *db, const char *sql, int nparams, const char *const *params, PGresult **out,
+            char *err, size_t errlen)
 {
     if (out)
         *out = NULL;

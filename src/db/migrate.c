@@ -20,11 +20,11 @@
 #define EXCERPT_CHARS 80
 
 typedef struct mig_file {
-    char name[256];    /* "001_init.sql" */
-    char version[32];  /* "001": the digits as written, the key in warren_migrations */
-    long number;       /* ordering */
-    char *path;        /* malloc'd */
-    char *sql;         /* malloc'd contents, NUL-terminated */
+    char name[256];   /* "001_init.sql" */
+    char version[32]; /* "001": the digits as written, the key in warren_migrations */
+    long number;      /* ordering */
+    char *path;       /* malloc'd */
+    char *sql;        /* malloc'd contents, NUL-terminated */
     size_t len;
     char checksum[65]; /* sha256 hex of the contents */
 } mig_file_t;
@@ -175,7 +175,8 @@ static int mig_read(mig_file_t *f, char *err, size_t errlen)
     bool failed = !f->sql || ferror(fp) || f->len != (size_t)st.st_size;
     fclose(fp);
     if (failed) {
-        snprintf(err, errlen, "cannot read %s: %s", f->path, f->sql ? "short read" : "out of memory");
+        snprintf(err, errlen, "cannot read %s: %s", f->path,
+                 f->sql ? "short read" : "out of memory");
         return -1;
     }
     f->sql[f->len] = '\0';
@@ -193,8 +194,8 @@ static int mig_checksum(PGconn *db, mig_file_t *f, char *err, size_t errlen)
     const char *values[] = {f->sql};
     const int lengths[] = {(int)f->len};
     const int formats[] = {1};
-    PGresult *res = PQexecParams(db, "SELECT encode(sha256($1), 'hex')", 1, types, values,
-                                 lengths, formats, 0);
+    PGresult *res = PQexecParams(db, "SELECT encode(sha256($1), 'hex')", 1, types, values, lengths,
+                                 formats, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         char why[ERRBUF_SIZE];
         db_describe_error(db, res, why, sizeof why);
@@ -437,12 +438,11 @@ static void mig_unlock(PGconn *db)
     PQclear(PQexec(db, "SELECT pg_advisory_unlock(" MIGRATE_LOCK_KEY ")"));
 }
 
-static const char create_table_sql[] =
-    "CREATE TABLE IF NOT EXISTS warren_migrations ("
-    " version text PRIMARY KEY,"
-    " filename text NOT NULL,"
-    " checksum text NOT NULL,"
-    " applied_at timestamptz NOT NULL DEFAULT now())";
+static const char create_table_sql[] = "CREATE TABLE IF NOT EXISTS warren_migrations ("
+                                       " version text PRIMARY KEY,"
+                                       " filename text NOT NULL,"
+                                       " checksum text NOT NULL,"
+                                       " applied_at timestamptz NOT NULL DEFAULT now())";
 
 /* With the lock held: load, verify, apply what is pending. */
 static int mig_run_locked(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen)

@@ -6,9 +6,9 @@
 #include <stddef.h>
 
 typedef struct sql_stmt {
-    size_t start;   /* byte offset of the first token (leading blanks and comments skipped) */
-    size_t len;     /* bytes up to, not including, the terminating ';' */
-    int line;       /* 1-based line of start */
+    size_t start; /* byte offset of the first token (leading blanks and comments skipped) */
+    size_t len;   /* bytes up to, not including, the terminating ';' */
+    int line;     /* 1-based line of start */
 } sql_stmt_t;
 
 /*

@@ -15,7 +15,8 @@ static bool offers(const assign_worker_t *w, const char *action)
 /* a less loaded than b? Ratios compared by cross-multiplying (capacities are > 0). */
 static bool less_loaded(const assign_worker_t *a, const assign_worker_t *b)
 {
-    long long la = (long long)a->in_flight * b->capacity, lb = (long long)b->in_flight * a->capacity;
+    long long la = (long long)a->in_flight * b->capacity,
+              lb = (long long)b->in_flight * a->capacity;
     if (la != lb)
         return la < lb;
     return a->in_flight < b->in_flight;

@@ -19,17 +19,17 @@ typedef struct assign_worker {
     const char *const *capabilities;
     size_t n_capabilities;
     int capacity;
-    int in_flight;                /* scheduled + running on it; updated as work is assigned */
+    int in_flight; /* scheduled + running on it; updated as work is assigned */
 } assign_worker_t;
 
-#define ASSIGN_NONE (-1)          /* stays requested, see wait_reason */
-#define ASSIGN_PINNED (-2)        /* to its pinned worker */
+#define ASSIGN_NONE (-1)   /* stays requested, see wait_reason */
+#define ASSIGN_PINNED (-2) /* to its pinned worker */
 
 typedef struct assign_job {
     const char *action_ref;
-    const char *pinned_worker;    /* NULL when not pinned */
-    int worker;                   /* out: index into workers, ASSIGN_NONE or ASSIGN_PINNED */
-    char wait_reason[320];        /* out: why it waits, when ASSIGN_NONE */
+    const char *pinned_worker; /* NULL when not pinned */
+    int worker;                /* out: index into workers, ASSIGN_NONE or ASSIGN_PINNED */
+    char wait_reason[320];     /* out: why it waits, when ASSIGN_NONE */
 } assign_job_t;
 
 /* Decide jobs[0..nj) in order (oldest first) over workers[0..nw). */

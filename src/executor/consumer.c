@@ -12,7 +12,7 @@
 
 static void on_readable(evutil_socket_t fd, short what, void *arg);
 static void on_retry(evutil_socket_t fd, short what, void *arg);
-static void drain(consumer_t *c);
+static void consume_available(consumer_t *c);
 
 int consumer_init(consumer_t *c, const consumer_opts_t *o)
 {
@@ -103,7 +103,7 @@ int consumer_start(consumer_t *c, char *err, size_t errlen)
     c->subscribed = rc == MQ_OK;
     sync_watch(c);
     if (c->subscribed)
-        drain(c); /* the subscription may have brought deliveries already */
+        consume_available(c); /* the subscription may have brought deliveries already */
     return c->subscribed ? 0 : -1;
 }
 
@@ -268,7 +268,8 @@ static void handle_batch(consumer_t *c)
     backoff_reset(&c->retry_backoff);
 }
 
-static void drain(consumer_t *c)
+/* Read every delivery the client has, then handle them as one batch (unless a retry waits). */
+static void consume_available(consumer_t *c)
 {
     if (c->retry_pending)
         return;
@@ -280,7 +281,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    drain(arg);
+    consume_available(arg);
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
@@ -289,7 +290,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     (void)what;
     consumer_t *c = arg;
     c->retry_pending = false;
-    drain(c);
+    consume_available(c);
 }
 
 static void resubscribe(consumer_t *c)
@@ -316,14 +317,14 @@ void consumer_pump(consumer_t *c)
     if (r < 0)
         lost(c, r);
     else if (r > 0)
-        drain(c);
+        consume_available(c);
     sync_watch(c);
 }
 
 void consumer_finish(consumer_t *c)
 {
     if (c->subscribed && !c->retry_pending)
-        drain(c);
+        consume_available(c);
     if (c->n > 0) {
         char held[24];
         snprintf(held, sizeof held, "%zu", c->n);

@@ -18,10 +18,10 @@
 
 /* One batch on its way through a handler: one item per delivery, in delivery order. */
 typedef struct consumer_batch {
-    void *items;                  /* n items of the handler's item_size bytes */
+    void *items; /* n items of the handler's item_size bytes */
     size_t n;
-    const char *queue;            /* the queue the deliveries came from */
-    exec_stats_t counts;          /* what the transaction did; zero when work starts, merged
+    const char *queue;       /* the queue the deliveries came from */
+    executor_stats_t counts; /* what the transaction did; zero when work starts, merged
                                    * into the executor's counters only after COMMIT */
 } consumer_batch_t;
 
@@ -31,7 +31,7 @@ typedef struct consumer_batch {
  * merge the counts and log each item; free the items whatever the outcome.
  */
 typedef struct consumer_handler {
-    const char *what;             /* the transaction, for logs: "applying results" */
+    const char *what; /* the transaction, for logs: "applying results" */
     size_t item_size;
     /* Fill item from d, outside the transaction. A message that cannot be used is marked in
      * its item (work stores it as a dead letter), never refused. */
@@ -45,22 +45,22 @@ typedef struct consumer_handler {
 } consumer_handler_t;
 
 typedef struct consumer {
-    const char *name;             /* "results", "heartbeats", "dead-letters": for logs */
+    const char *name; /* "results", "heartbeats", "dead-letters": for logs */
     char *queue;
-    mq_client_t *mq;              /* owned */
-    struct event_base *base;      /* borrowed */
-    struct event read_ev;         /* on the client's socket while watching */
-    int fd;                       /* the socket read_ev watches; -1 while not watching */
-    struct event retry_ev;        /* timer: retry a batch after a database error */
-    mq_delivery_t **batch;        /* read, not yet committed and acked */
+    mq_client_t *mq;         /* owned */
+    struct event_base *base; /* borrowed */
+    struct event read_ev;    /* on the client's socket while watching */
+    int fd;                  /* the socket read_ev watches; -1 while not watching */
+    struct event retry_ev;   /* timer: retry a batch after a database error */
+    mq_delivery_t **batch;   /* read, not yet committed and acked */
     size_t n, cap;
     bool subscribed;
     bool retry_pending;
-    bool isolate;                 /* the database refused a batch: one message at a time */
+    bool isolate; /* the database refused a batch: one message at a time */
     backoff_t retry_backoff;
     const consumer_handler_t *handler, *fallback;
-    dbconn_t *db;                 /* borrowed */
-    exec_stats_t *stats;          /* borrowed */
+    dbconn_t *db;            /* borrowed */
+    executor_stats_t *stats; /* borrowed */
     int64_t next_subscribe_log_ms;
 } consumer_t;
 
@@ -68,13 +68,13 @@ typedef struct consumer_opts {
     const char *name, *queue;
     const mq_options_t *mq;
     struct event_base *base;
-    int retry_delay_ms;           /* first retry delay after a database error; doubles to 30 s */
+    int retry_delay_ms; /* first retry delay after a database error; doubles to 30 s */
     const consumer_handler_t *handler;
     /* Stores one delivery raw (dead_letters, reason store_error) when handler keeps failing
      * on it alone. */
     const consumer_handler_t *fallback;
     dbconn_t *db;
-    exec_stats_t *stats;
+    executor_stats_t *stats;
 } consumer_opts_t;
 
 /* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker

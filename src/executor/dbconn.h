@@ -13,11 +13,11 @@
 typedef struct dbconn {
     char *url;
     int connect_timeout_s;
-    PGconn *conn;          /* NULL while down */
+    PGconn *conn; /* NULL while down */
     backoff_t backoff;
-    int64_t next_try_ms;   /* no reconnect before this (monotonic) */
-    bool down_logged;      /* "database unavailable" once per outage */
-    uint64_t errors;       /* failed transactions, for the stats line */
+    int64_t next_try_ms; /* no reconnect before this (monotonic) */
+    bool down_logged;    /* "database unavailable" once per outage */
+    uint64_t errors;     /* failed transactions, for the stats line */
     uint64_t reconnects;
 } dbconn_t;
 
@@ -32,8 +32,8 @@ typedef int (*dbc_work_fn)(PGconn *db, void *arg, char *err, size_t errlen);
 
 typedef enum {
     DBC_OK = 0,
-    DBC_UNAVAILABLE,  /* no connection, or it was lost: retry later, same input */
-    DBC_FAILED,       /* the statements failed on a live connection: the input may be at fault */
+    DBC_UNAVAILABLE, /* no connection, or it was lost: retry later, same input */
+    DBC_FAILED,      /* the statements failed on a live connection: the input may be at fault */
 } dbc_result_t;
 
 /* BEGIN, work, COMMIT. On failure rolls back, logs `what` with the error, and drops a lost

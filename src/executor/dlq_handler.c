@@ -23,16 +23,16 @@
 
 /* One dead letter on its way to a row. */
 typedef struct dlq_item {
-    inmsg_t in;                  /* reason: the dead_letters reason, whatever the outcome */
+    inmsg_t in; /* reason: the dead_letters reason, whatever the outcome */
     xdeath_t xd;
     json_object *headers;
     dispatch_t disp;
-    bool needs_row;              /* a well-formed dispatch: look its execution up */
+    bool needs_row; /* a well-formed dispatch: look its execution up */
     /* from the database */
     char *snapshot;
     bool fail_execution;
     char expected_status[16];
-    char *result;                /* JSON text for the failed execution */
+    char *result; /* JSON text for the failed execution */
 } dlq_item_t;
 
 /* What can be known without the database: parse errors, wrong types, missing ids. */
@@ -42,14 +42,16 @@ static void classify(dlq_item_t *it, const mq_delivery_t *d)
     if (inmsg_open(&it->in, d) != 0)
         return;
     if (it->in.env.type != MSG_EXECUTION_REQUESTED) {
-        inmsg_reject(&it->in, "unknown_type", "message type '%s' is not a dispatch (ExecutionRequested)",
-                   it->in.env.type_name);
+        inmsg_reject(&it->in, "unknown_type",
+                     "message type '%s' is not a dispatch (ExecutionRequested)",
+                     it->in.env.type_name);
         return;
     }
     jf_t p = {it->in.env.payload, "payload", err, sizeof err};
     json_object *id;
     if (jf_value(&p, "execution_id", false, &id) == 0) { /* absent or null */
-        inmsg_reject(&it->in, "missing_execution_id", "%s", "the dispatch payload has no execution_id");
+        inmsg_reject(&it->in, "missing_execution_id", "%s",
+                     "the dispatch payload has no execution_id");
         return;
     }
     if (dispatch_from_payload(it->in.env.payload, &it->disp, err, sizeof err) != 0) {
@@ -79,16 +81,18 @@ static char *failure_result(const dlq_item_t *it, const char *error)
                  "consumed (is the worker running?); the broker dead-lettered it.",
                  it->disp.worker_id, queue);
     else
-        snprintf(message, sizeof message, "The broker dead-lettered the dispatch to worker %s "
-                 "from %s (reason: %s).", it->disp.worker_id, queue, broker_reason(it));
+        snprintf(message, sizeof message,
+                 "The broker dead-lettered the dispatch to worker %s "
+                 "from %s (reason: %s).",
+                 it->disp.worker_id, queue, broker_reason(it));
     json_object *r = json_object_new_object();
     json_object_object_add(r, "error", json_object_new_string(error));
     json_object_object_add(r, "message", json_object_new_string(message));
     json_object_object_add(r, "worker", json_object_new_string(it->disp.worker_id));
     json_object_object_add(r, "attempt", json_object_new_int(it->disp.attempt));
-    json_object_object_add(r, !strcmp(broker_reason(it), "expired") ? "expired_at"
-                                                                      : "dead_lettered_at",
-                           json_object_new_string(when));
+    json_object_object_add(
+        r, !strcmp(broker_reason(it), "expired") ? "expired_at" : "dead_lettered_at",
+        json_object_new_string(when));
     json_object_object_add(r, "x_death", hdr_x_death_json(&it->in.d->headers));
     char *text = strdup(json_object_to_json_string_ext(r, JSON_C_TO_STRING_PLAIN));
     json_object_put(r);
@@ -98,7 +102,7 @@ static char *failure_result(const dlq_item_t *it, const char *error)
 static const char *failure_error(const dlq_item_t *it)
 {
     return !strcmp(broker_reason(it), "expired") ? TTL_EXPIRED_ERROR
-                                                  : "Dispatch dead-lettered by the broker";
+                                                 : "Dispatch dead-lettered by the broker";
 }
 
 /* The executions the batch names, locked for the rest of the transaction. */
@@ -111,11 +115,12 @@ static int load_rows(PGconn *db, dlq_item_t *items, size_t n, PGresult **out, ch
         if (items[i].needs_row)
             pgarr_add_int(&ids, items[i].disp.execution_id);
     const char *params[] = {pgarr_text(&ids)};
-    int rc = params[0] ? db_exec(db,
-                                 "SELECT id, status, attempt, row_to_json(e)::text FROM executions e"
-                                 " WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
-                                 1, params, out, err, errlen)
-                       : -1;
+    int rc = params[0]
+                 ? db_exec(db,
+                           "SELECT id, status, attempt, row_to_json(e)::text FROM executions e"
+                           " WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                           1, params, out, err, errlen)
+                 : -1;
     if (!params[0])
         snprintf(err, errlen, "out of memory");
     pgarr_free(&ids);
@@ -144,7 +149,7 @@ static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[1
         exec_status_t st;
         if (r < 0) {
             inmsg_reject(&it->in, "execution_missing", "execution %" PRId64 " does not exist",
-                       it->disp.execution_id);
+                         it->disp.execution_id);
             continue;
         }
         it->snapshot = strdup(PQgetvalue(rows, r, 3));
@@ -152,17 +157,18 @@ static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[1
         if (trans_status_parse(status[r], &st) != 0 || trans_is_terminal(st)) {
             inmsg_reject(&it->in, "execution_terminal", "the execution is already %s", status[r]);
         } else if (attempt != it->disp.attempt) {
-            inmsg_reject(&it->in, "stale_attempt", "dispatch of attempt %d; the execution is on attempt %d",
-                       it->disp.attempt, attempt);
+            inmsg_reject(&it->in, "stale_attempt",
+                         "dispatch of attempt %d; the execution is on attempt %d", it->disp.attempt,
+                         attempt);
         } else if (st == EXEC_RUNNING || st == EXEC_CANCELING) {
             /* The worker already reported this attempt running, so this is a leftover copy
              * of the dispatch (ack lost, requeued, expired): failing would kill healthy work.
              * A worker that really died is caught by the timeout monitor. */
             inmsg_reject(&it->in, "execution_started", "the execution is already %s on attempt %d",
-                       status[r], attempt);
+                         status[r], attempt);
         } else if (!trans_legal(st, EXEC_FAILED)) {
-            inmsg_reject(&it->in, "status_conflict", "the execution is %s, which cannot become failed",
-                       status[r]);
+            inmsg_reject(&it->in, "status_conflict",
+                         "the execution is %s, which cannot become failed", status[r]);
         } else {
             snprintf(it->in.reason, sizeof it->in.reason, "%s", broker_reason(it));
             it->fail_execution = true;
@@ -174,7 +180,7 @@ static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[1
 }
 
 /* One CAS for every execution the batch fails, fenced by status and attempt. */
-static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t *st, char *err,
+static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, executor_stats_t *st, char *err,
                            size_t errlen)
 {
     pgarr_t a[5];
@@ -201,6 +207,7 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t
         for (int k = 0; k < 5 && rc == 0; k++)
             if (!params[k])
                 rc = -1;
+        /* clang-format off */
         if (rc == 0)
             rc = db_exec(db,
                          "UPDATE executions e SET status = " EXEC_SQL(FAILED) ", error = u.error,"
@@ -212,6 +219,7 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, exec_stats_t
                          6, params, &res, err, errlen);
         else
             snprintf(err, errlen, "out of memory");
+        /* clang-format on */
         if (rc == 0)
             st->dlq_failed_executions += (uint64_t)PQntuples(res);
         PQclear(res);
@@ -279,8 +287,8 @@ static void log_item(const void *item, const char *queue)
         log_kv(LOG_INFO, "execution failed: its dispatch was dead-lettered", "execution_id", id,
                "worker", it->disp.worker_id, "queue", it->xd.queue, "reason", it->in.reason, NULL);
     else
-        log_kv(LOG_WARN, "dead letter stored", "reason", it->in.reason, "execution_id", id,
-               "queue", it->xd.queue, "error", it->in.error, NULL);
+        log_kv(LOG_WARN, "dead letter stored", "reason", it->in.reason, "execution_id", id, "queue",
+               it->xd.queue, "error", it->in.error, NULL);
 }
 
 static void dlq_free(void *item)
@@ -292,9 +300,12 @@ static void dlq_free(void *item)
     json_object_put(it->headers);
 }
 
-const consumer_handler_t dlq_handler = {
-    .what = "storing dead letters", .item_size = sizeof(dlq_item_t), .parse = dlq_parse,
-    .work = dlq_work, .log_item = log_item, .free_item = dlq_free};
+const consumer_handler_t dlq_handler = {.what = "storing dead letters",
+                                        .item_size = sizeof(dlq_item_t),
+                                        .parse = dlq_parse,
+                                        .work = dlq_work,
+                                        .log_item = log_item,
+                                        .free_item = dlq_free};
 
 /* Nothing derived from the content: only what the database cannot refuse. */
 static void raw_parse(void *item, const mq_delivery_t *d, const char *queue)
@@ -311,6 +322,7 @@ static int raw_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
     return dlstore_insert(db, b->items, b->n, &b->counts, err, errlen);
 }
 
-const consumer_handler_t dlq_raw_handler = {
-    .what = "storing a message raw", .item_size = sizeof(dl_record_t), .parse = raw_parse,
-    .work = raw_work};
+const consumer_handler_t dlq_raw_handler = {.what = "storing a message raw",
+                                            .item_size = sizeof(dl_record_t),
+                                            .parse = raw_parse,
+                                            .work = raw_work};

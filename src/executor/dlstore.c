@@ -31,8 +31,8 @@ void dlrec_from_delivery(dl_record_t *r, const mq_delivery_t *d, const xdeath_t 
         /* The dead letter's origin: where it sat and which exchange first routed it. */
         r->exchange = xd->exchange[0] ? xd->exchange : d->exchange;
         r->queue = xd->queue;
-        snprintf(r->dedup_suffix, sizeof r->dedup_suffix, "/%s/%s/%" PRId64 "/%" PRId64,
-                 xd->queue, xd->reason, xd->count, xd->time_s);
+        snprintf(r->dedup_suffix, sizeof r->dedup_suffix, "/%s/%s/%" PRId64 "/%" PRId64, xd->queue,
+                 xd->reason, xd->count, xd->time_s);
     } else {
         r->exchange = d->exchange;
         r->queue = consumed_from;
@@ -51,8 +51,23 @@ void dlrec_from_envelope(dl_record_t *r, const envelope_t *env)
 }
 
 /* Arrays of the INSERT, one element per record, in column order below. */
-enum { A_DEDUP_ID, A_DEDUP_SUFFIX, A_EXECUTION_ID, A_REASON, A_ROUTING_KEY, A_EXCHANGE, A_QUEUE,
-       A_MESSAGE_ID, A_MESSAGE_TYPE, A_HEADERS, A_BODY, A_BODY_TEXT, A_ERROR, A_SNAPSHOT, A_COUNT };
+enum {
+    A_DEDUP_ID,
+    A_DEDUP_SUFFIX,
+    A_EXECUTION_ID,
+    A_REASON,
+    A_ROUTING_KEY,
+    A_EXCHANGE,
+    A_QUEUE,
+    A_MESSAGE_ID,
+    A_MESSAGE_TYPE,
+    A_HEADERS,
+    A_BODY,
+    A_BODY_TEXT,
+    A_ERROR,
+    A_SNAPSHOT,
+    A_COUNT
+};
 
 static const char insert_sql[] =
     "INSERT INTO dead_letters (dedup_key, execution_id, reason, routing_key, exchange, queue,"
@@ -116,15 +131,15 @@ static void add_record(pgarr_t *a, const dl_record_t *r)
     add_text(&a[A_MESSAGE_ID], r->message_id);
     add_text(&a[A_MESSAGE_TYPE], r->message_type);
     /* json-c escapes control characters and the strings in it are already clean. */
-    pgarr_add(&a[A_HEADERS], r->headers ? json_object_to_json_string_ext(r->headers,
-                                                                         JSON_C_TO_STRING_PLAIN)
-                                        : "{}");
+    pgarr_add(&a[A_HEADERS],
+              r->headers ? json_object_to_json_string_ext(r->headers, JSON_C_TO_STRING_PLAIN)
+                         : "{}");
     add_body(&a[A_BODY], &a[A_BODY_TEXT], r);
     add_text(&a[A_ERROR], r->error);
     pgarr_add(&a[A_SNAPSHOT], r->snapshot);
 }
 
-static void count_inserted(PGresult *res, size_t n, exec_stats_t *stats)
+static void count_inserted(PGresult *res, size_t n, executor_stats_t *stats)
 {
     int rows = PQntuples(res);
     for (int i = 0; i < rows; i++)
@@ -132,7 +147,7 @@ static void count_inserted(PGresult *res, size_t n, exec_stats_t *stats)
     stats->dead_letter_duplicates += n - (size_t)rows;
 }
 
-int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, exec_stats_t *stats,
+int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, executor_stats_t *stats,
                    char *err, size_t errlen)
 {
     if (n == 0)
@@ -166,7 +181,7 @@ static const inmsg_t *nth(const void *first, size_t i, size_t stride)
 }
 
 int dlstore_unusable(PGconn *db, const void *first, size_t n, size_t stride, const char *queue,
-                     exec_stats_t *stats, char *err, size_t errlen)
+                     executor_stats_t *stats, char *err, size_t errlen)
 {
     dl_record_t *recs = calloc(n + 1, sizeof *recs);
     json_object **headers = calloc(n + 1, sizeof *headers);

@@ -20,16 +20,16 @@
  * NULL) followed by dedup_suffix, per docs/schema.md.
  */
 typedef struct dl_record {
-    const char *reason;           /* a word matching ^[a-z][a-z0-9_]{0,63}$ */
+    const char *reason; /* a word matching ^[a-z][a-z0-9_]{0,63}$ */
     bool has_execution_id;
     int64_t execution_id;
     const char *routing_key, *exchange, *queue;
     const char *message_id, *message_type;
-    json_object *headers;         /* borrowed; NULL: {} */
+    json_object *headers; /* borrowed; NULL: {} */
     const void *body;
     size_t body_len;
     const char *error;
-    const char *snapshot;         /* JSON text of the execution row, or NULL */
+    const char *snapshot; /* JSON text of the execution row, or NULL */
     const char *dedup_id;
     char dedup_suffix[400];
 } dl_record_t;
@@ -51,7 +51,7 @@ bool dlrec_reason_valid(const char *reason);
 
 /* Insert n records in one statement; counts rows per reason into stats and redeliveries
  * (rows already there) into stats->dead_letter_duplicates. 0, or -1 with err. */
-int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, exec_stats_t *stats,
+int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, executor_stats_t *stats,
                    char *err, size_t errlen) WARN_UNUSED;
 
 /*
@@ -59,6 +59,6 @@ int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, exec_stats_t *
  * `stride` bytes apart from the next, consumed from `queue`, in one insert.
  */
 int dlstore_unusable(PGconn *db, const void *first, size_t n, size_t stride, const char *queue,
-                     exec_stats_t *stats, char *err, size_t errlen) WARN_UNUSED;
+                     executor_stats_t *stats, char *err, size_t errlen) WARN_UNUSED;
 
 #endif

@@ -73,8 +73,10 @@ static void drain(executor_t *x)
     each_consumer(x, consumer_finish);
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
-        log_kv(LOG_WARN, "some unconfirmed dispatches stay scheduled; the monitor of the next "
-                         "executor fails them after executor.scheduled_timeout_s", NULL);
+        log_kv(LOG_WARN,
+               "some unconfirmed dispatches stay scheduled; the monitor of the next "
+               "executor fails them after executor.scheduled_timeout_s",
+               NULL);
     event_base_loopexit(x->base, NULL);
 }
 
@@ -91,8 +93,9 @@ static void on_stop(void *arg, evloop_stop_t step, const char *signal_name)
         return;
     }
     /* At once: unacked deliveries return to their queues when the connections drop. */
-    log_kv(LOG_WARN, step == EVLOOP_EXIT_NOW ? "SIGQUIT: exiting at once"
-                                             : "second signal: exiting without finishing",
+    log_kv(LOG_WARN,
+           step == EVLOOP_EXIT_NOW ? "SIGQUIT: exiting at once"
+                                   : "second signal: exiting without finishing",
            "signal", signal_name, NULL);
     _exit(EXIT_RUNTIME);
 }
@@ -121,9 +124,15 @@ static int check_migrations(PGconn *db)
 static int start_consumer(executor_t *x, consumer_t *c, const char *name, const char *queue,
                           const consumer_handler_t *handler, const mq_options_t *o)
 {
-    consumer_opts_t co = {.name = name, .queue = queue, .mq = o, .base = x->base,
-                          .retry_delay_ms = x->cfg->executor.dlq_retry_delay_ms, .handler = handler,
-                          .fallback = &dlq_raw_handler, .db = &x->db, .stats = &x->stats};
+    consumer_opts_t co = {.name = name,
+                          .queue = queue,
+                          .mq = o,
+                          .base = x->base,
+                          .retry_delay_ms = x->cfg->executor.dlq_retry_delay_ms,
+                          .handler = handler,
+                          .fallback = &dlq_raw_handler,
+                          .db = &x->db,
+                          .stats = &x->stats};
     char err[ERRBUF_SIZE];
     if (consumer_init(c, &co) != 0) {
         log_kv(LOG_ERROR, "out of memory", NULL);
@@ -162,8 +171,10 @@ static int connect_broker(executor_t *x)
                              &dlq_handler, &o) != 0)
         return -1;
     if (!dl)
-        log_kv(LOG_WARN, "dead-lettering is disabled: expired dispatches are failed only by the "
-                         "timeout monitor", NULL);
+        log_kv(LOG_WARN,
+               "dead-lettering is disabled: expired dispatches are failed only by the "
+               "timeout monitor",
+               NULL);
     return 0;
 }
 
@@ -226,8 +237,8 @@ int executor_run(const warren_config_t *cfg)
     if (start(x) == 0) {
         char batch[16];
         snprintf(batch, sizeof batch, "%d", cfg->executor.batch_size);
-        log_kv(LOG_INFO, "executor started", "results", cfg->rabbitmq.queues.results,
-               "heartbeats", cfg->rabbitmq.queues.heartbeats, "dead_letters",
+        log_kv(LOG_INFO, "executor started", "results", cfg->rabbitmq.queues.results, "heartbeats",
+               cfg->rabbitmq.queues.heartbeats, "dead_letters",
                cfg->rabbitmq.dead_letter.enabled ? cfg->rabbitmq.dead_letter.queue : "(disabled)",
                "batch_size", batch, NULL);
         event_base_dispatch(x->base);

@@ -19,20 +19,19 @@
 #include "warren/mq.h"
 
 typedef struct executor {
-    const warren_config_t *cfg;   /* borrowed; the one source of every setting */
+    const warren_config_t *cfg; /* borrowed; the one source of every setting */
     struct event_base *base;
     dbconn_t db;
-    mq_client_t *pub;             /* dispatches; never consumes */
+    mq_client_t *pub; /* dispatches; never consumes */
     consumer_t results, heartbeats, dlq;
-    exec_stats_t stats;
+    executor_stats_t stats;
     sched_t sched;
     /* loop */
-    struct event sched_ev;        /* the scheduler's tick */
+    struct event sched_ev; /* the scheduler's tick */
     struct event pump_ev, monitor_ev, stats_ev;
     evloop_signals_t signals;
     bool draining;
 } executor_t;
-
 
 /* The consumers' handlers (consumer.h). results.c: ExecutionStatusChanged and
  * ExecutionCompleted; registry.c: WorkerHeartbeat; dlq_handler.c: the dead-letter queue, and

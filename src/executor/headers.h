@@ -22,11 +22,11 @@ json_object *hdr_x_death_json(const amqp_table_t *table);
 typedef struct xdeath {
     bool present;
     char queue[256];
-    char reason[32];       /* expired, rejected, maxlen, delivery_limit */
+    char reason[32]; /* expired, rejected, maxlen, delivery_limit */
     char exchange[256];
     char routing_key[256]; /* first of routing-keys */
     int64_t count;
-    int64_t time_s;        /* AMQP timestamp, seconds since the epoch; 0 when absent */
+    int64_t time_s; /* AMQP timestamp, seconds since the epoch; 0 when absent */
 } xdeath_t;
 
 void hdr_first_death(const amqp_table_t *table, xdeath_t *out);

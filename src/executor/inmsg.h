@@ -12,8 +12,8 @@
 typedef struct inmsg {
     const mq_delivery_t *d;
     envelope_t env;
-    bool env_ok;                  /* env holds the decoded envelope */
-    char reason[32];              /* set: unusable, stored as a dead letter with this reason */
+    bool env_ok;     /* env holds the decoded envelope */
+    char reason[32]; /* set: unusable, stored as a dead letter with this reason */
     char error[ERRBUF_SIZE];
 } inmsg_t;
 

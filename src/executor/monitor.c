@@ -15,6 +15,7 @@
 
 #define SCHEDULED_TIMEOUT_ERROR "Scheduled timeout: no worker started it"
 
+/* clang-format off */
 /* The dead letter of each changed row; its dedup key names execution, attempt and reason. */
 #define INSERT_DEAD_LETTERS(reason, error_expr)                                                 \
     ", ins AS (INSERT INTO dead_letters (dedup_key, execution_id, reason, queue, headers, body,"  \
@@ -60,6 +61,7 @@ static const char stale_worker_sql[] =
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
     " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
     INSERT_DEAD_LETTERS("'worker_stale'", "c.error");
+/* clang-format on */
 
 typedef struct monitor_pass {
     executor_t *x;
@@ -106,10 +108,16 @@ void monitor_run(executor_t *x)
     snprintf(limit, sizeof limit, "%d", batch);
     if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0)
         return;
-    monitor_pass_t scheduled = {.x = x, .sql = scheduled_sql, .reason = "scheduled_timeout",
-                                .nparams = 2, .params = {timeout, limit}};
-    monitor_pass_t stale = {.x = x, .sql = stale_worker_sql, .reason = "worker_stale",
-                            .nparams = 3, .params = {factor, sources, limit}};
+    monitor_pass_t scheduled = {.x = x,
+                                .sql = scheduled_sql,
+                                .reason = "scheduled_timeout",
+                                .nparams = 2,
+                                .params = {timeout, limit}};
+    monitor_pass_t stale = {.x = x,
+                            .sql = stale_worker_sql,
+                            .reason = "worker_stale",
+                            .nparams = 3,
+                            .params = {factor, sources, limit}};
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop responsive. */
     for (int round = 0; round < 10; round++) {
         int a = run_pass(x, &scheduled, &x->stats.monitor_failed,

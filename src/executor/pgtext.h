@@ -14,7 +14,7 @@ char *pgtext_bytea_hex(const void *bytes, size_t len);
 typedef struct pgarr {
     char *buf;
     size_t len, cap;
-    size_t n;          /* elements added */
+    size_t n; /* elements added */
     bool oom;
 } pgarr_t;
 

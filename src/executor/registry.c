@@ -21,14 +21,14 @@
 #define MAX_TEXT 255
 
 typedef struct heartbeat {
-    inmsg_t in;                  /* first: dlstore_unusable reads it */
-    const char *worker_id, *status, *host, *version;  /* borrowed from env; NULL when absent */
-    const char *started_at;      /* started_text, or NULL */
+    inmsg_t in;                                      /* first: dlstore_unusable reads it */
+    const char *worker_id, *status, *host, *version; /* borrowed from env; NULL when absent */
+    const char *started_at;                          /* started_text, or NULL */
     char started_text[TS_TEXT_MAX];
     int64_t capacity, running, interval_s;
-    pgarr_t capabilities;        /* the text[] literal */
-    bool superseded;             /* a later heartbeat of the same worker is in the batch */
-    bool registered;             /* the upsert inserted this worker: it is new */
+    pgarr_t capabilities; /* the text[] literal */
+    bool superseded;      /* a later heartbeat of the same worker is in the batch */
+    bool registered;      /* the upsert inserted this worker: it is new */
 } heartbeat_t;
 
 static int parse_capabilities(heartbeat_t *h, const jf_t *p)
@@ -124,8 +124,18 @@ static const char upsert_sql[] =
     " host = coalesce(EXCLUDED.host, w.host), version = coalesce(EXCLUDED.version, w.version) "
     "RETURNING w.id, (xmax = 0)::int";
 
-enum { U_ID, U_CAPS, U_CAPACITY, U_RUNNING, U_STATUS, U_INTERVAL, U_STARTED, U_HOST, U_VERSION,
-       U_COUNT };
+enum {
+    U_ID,
+    U_CAPS,
+    U_CAPACITY,
+    U_RUNNING,
+    U_STATUS,
+    U_INTERVAL,
+    U_STARTED,
+    U_HOST,
+    U_VERSION,
+    U_COUNT
+};
 
 /* Mark the heartbeats whose worker the upsert inserted (RETURNING id, inserted). */
 static void mark_registered(heartbeat_t *h, size_t n, PGresult *upserted)
@@ -218,6 +228,9 @@ static void registry_free(void *item)
     inmsg_close(&h->in);
 }
 
-const consumer_handler_t registry_handler = {
-    .what = "recording heartbeats", .item_size = sizeof(heartbeat_t), .parse = registry_parse,
-    .work = registry_work, .log_item = log_heartbeat, .free_item = registry_free};
+const consumer_handler_t registry_handler = {.what = "recording heartbeats",
+                                             .item_size = sizeof(heartbeat_t),
+                                             .parse = registry_parse,
+                                             .work = registry_work,
+                                             .log_item = log_heartbeat,
+                                             .free_item = registry_free};

@@ -25,21 +25,21 @@
 #define MAX_ERROR_TEXT 8192
 
 typedef struct result_msg {
-    inmsg_t in;                   /* first: dlstore_unusable reads it */
+    inmsg_t in; /* first: dlstore_unusable reads it */
     int64_t execution_id;
     int attempt;
     exec_status_t target;
-    char worker[WORKER_ID_MAX + 1];  /* "" when unknown */
-    char *result;                 /* JSON text or NULL */
-    char *error_text;             /* cleaned, or NULL */
-    char *outcome;                /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
+    char worker[WORKER_ID_MAX + 1]; /* "" when unknown */
+    char *result;                   /* JSON text or NULL */
+    char *error_text;               /* cleaned, or NULL */
+    char *outcome; /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
     char started_at[TS_TEXT_MAX]; /* the worker's start time, UTC microseconds; "" when absent */
     int round;                    /* nth message for its execution in this batch */
     bool applied;
 } result_msg_t;
 
 /* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
-static void find_worker(result_msg_t *m)
+static void parse_worker(result_msg_t *m)
 {
     const char *w = NULL;
     char err[ERRBUF_SIZE];
@@ -68,8 +68,9 @@ static int parse_status(result_msg_t *m)
         return inmsg_reject(&m->in, "parse_error", "%s", err);
     bool completion = m->in.env.type == MSG_EXECUTION_COMPLETED;
     if (!s) /* an error of null is no error, as everywhere else */
-        s = !completion ? "running" : jf_value(&p, "error", false, &error) == 1 ? "failed"
-                                                                                : "completed";
+        s = !completion                                 ? "running"
+            : jf_value(&p, "error", false, &error) == 1 ? "failed"
+                                                        : "completed";
     exec_status_t st;
     bool ok = trans_status_parse(s, &st) == 0 &&
               (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT)
@@ -150,7 +151,7 @@ static int parse_result(result_msg_t *m, const mq_delivery_t *d)
     if (m->attempt < 1)
         return inmsg_reject(&m->in, "parse_error",
                             "no attempt in the payload or the envelope headers");
-    find_worker(m);
+    parse_worker(m);
     if (parse_status(m) != 0)
         return -1;
     return m->target == EXEC_RUNNING ? 0 : parse_outcome(m);
@@ -174,6 +175,7 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
     return rounds;
 }
 
+/* clang-format off */
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
     " worker = coalesce(u.worker, e.worker),"
@@ -192,6 +194,7 @@ static const char apply_sql[] =
     " WHERE e.id = u.id AND e.attempt = u.attempt"
     "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($7::text[], $8::text[]) AS p(f, t))"
     " RETURNING u.ord";
+/* clang-format on */
 
 /* The guard: every legal (from, to) pair into the statuses workers report. */
 static int guard_literals(char *from, char *to, size_t len)
@@ -310,6 +313,9 @@ static void results_free(void *item)
     free(m->outcome);
 }
 
-const consumer_handler_t results_handler = {
-    .what = "applying results", .item_size = sizeof(result_msg_t), .parse = results_parse,
-    .work = results_work, .log_item = log_outcome, .free_item = results_free};
+const consumer_handler_t results_handler = {.what = "applying results",
+                                            .item_size = sizeof(result_msg_t),
+                                            .parse = results_parse,
+                                            .work = results_work,
+                                            .log_item = log_outcome,
+                                            .free_item = results_free};

@@ -18,6 +18,7 @@
 #include "warren/topology.h"
 #include "warren/utf8.h"
 
+/* clang-format off */
 /* Statuses that occupy a worker slot (the partial index executions_active_worker_idx). */
 #define IN_FLIGHT                                                                               \
     "(" EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", "               \
@@ -79,16 +80,17 @@ static const char revert_sql[] =
     " FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)"
     " WHERE e.id = u.id AND e.status = " EXEC_SQL(SCHEDULED) " AND e.attempt = u.attempt"
     " RETURNING e.id";
+/* clang-format on */
 
 typedef struct sched_job {
     int64_t id;
-    int attempt;                 /* of the new dispatch */
-    const char *action_ref, *params, *pinned;  /* into the claim result */
+    int attempt;                              /* of the new dispatch */
+    const char *action_ref, *params, *pinned; /* into the claim result */
     int timeout_s;
     assign_job_t a;
-    const char *worker;          /* chosen worker id, NULL when none */
-    char fail_error[320];        /* no dispatch can be built: fail it */
-    bool scheduled;              /* the UPDATE moved it to scheduled */
+    const char *worker;   /* chosen worker id, NULL when none */
+    char fail_error[320]; /* no dispatch can be built: fail it */
+    bool scheduled;       /* the UPDATE moved it to scheduled */
     char id_text[24], message_id[40], routing_key[128];
     char *body;
     size_t body_len;
@@ -100,7 +102,7 @@ typedef struct sched_batch {
     sched_job_t *jobs;
     size_t n;
     assign_worker_t *w;
-    json_object **caps;          /* one parsed capabilities array per worker */
+    json_object **caps; /* one parsed capabilities array per worker */
     const char **cap_names;
     size_t nw;
 } sched_batch_t;
@@ -213,7 +215,8 @@ static void fill_workers(sched_batch_t *b)
         w->in_flight = atoi(PQgetvalue(b->workers, (int)i, 3));
         w->capabilities = &b->cap_names[k];
         size_t n = json_object_is_type(b->caps[i], json_type_array)
-                       ? json_object_array_length(b->caps[i]) : 0;
+                       ? json_object_array_length(b->caps[i])
+                       : 0;
         for (size_t c = 0; c < n; c++)
             b->cap_names[k++] = json_object_get_string(json_object_array_get_idx(b->caps[i], c));
         w->n_capabilities = n;
@@ -252,9 +255,8 @@ static void build_dispatch(sched_job_t *j)
     snprintf(d.worker_id, sizeof d.worker_id, "%s", j->worker);
     snprintf(d.action_ref, sizeof d.action_ref, "%s", j->action_ref);
     if (topo_dispatch_key(j->worker, j->routing_key, sizeof j->routing_key) != 0) {
-        snprintf(j->fail_error, sizeof j->fail_error,
-                 "worker id '%.*s' cannot name a queue: %s", utf8_prec(j->worker, 64), j->worker,
-                 IDS_WORKER_RULE);
+        snprintf(j->fail_error, sizeof j->fail_error, "worker id '%.*s' cannot name a queue: %s",
+                 utf8_prec(j->worker, 64), j->worker, IDS_WORKER_RULE);
         return;
     }
     d.params = json_tokener_parse(j->params);
@@ -269,7 +271,8 @@ static void build_dispatch(sched_job_t *j)
                               j->attempt, NULL, payload, &j->body_len);
     if (!j->body)
         snprintf(j->fail_error, sizeof j->fail_error,
-                 "the dispatch message would exceed %d bytes (params too large)", ENVELOPE_MAX_BYTES);
+                 "the dispatch message would exceed %d bytes (params too large)",
+                 ENVELOPE_MAX_BYTES);
 }
 
 static void assign(sched_batch_t *b)
@@ -282,8 +285,8 @@ static void assign(sched_batch_t *b)
         assign_batch(w, b->nw, &b->jobs[i].a, 1);
         sched_job_t *j = &b->jobs[i];
         j->worker = j->a.worker == ASSIGN_PINNED ? j->pinned
-                    : j->a.worker >= 0         ? w[j->a.worker].id
-                                               : NULL;
+                    : j->a.worker >= 0           ? w[j->a.worker].id
+                                                 : NULL;
         if (j->worker)
             build_dispatch(j);
     }
@@ -412,8 +415,8 @@ static void publish_confirmed(sched_t *s, const sched_job_t *j)
     s->stats->dispatched++;
     if (j->a.worker == ASSIGN_PINNED)
         remember_declared(&s->declared, j->worker);
-    log_kv(LOG_DEBUG, "dispatched", "execution_id", j->id_text, "worker", j->worker,
-           "message_id", j->message_id, NULL);
+    log_kv(LOG_DEBUG, "dispatched", "execution_id", j->id_text, "worker", j->worker, "message_id",
+           j->message_id, NULL);
 }
 
 static void publish(sched_t *s, sched_batch_t *b)
@@ -431,11 +434,14 @@ static void publish(sched_t *s, sched_batch_t *b)
             continue;
         }
         msgs[m] = (mq_message_t){.exchange = s->cfg->rabbitmq.exchanges.executions,
-                                 .routing_key = j->routing_key, .body = j->body,
-                                 .body_len = j->body_len, .message_id = j->message_id,
+                                 .routing_key = j->routing_key,
+                                 .body = j->body,
+                                 .body_len = j->body_len,
+                                 .message_id = j->message_id,
                                  .correlation_id = j->id_text,
                                  .type = msg_type_name(MSG_EXECUTION_REQUESTED),
-                                 .execution_id = j->id_text, .mandatory = true};
+                                 .execution_id = j->id_text,
+                                 .mandatory = true};
         job_of[m++] = i;
     }
     /* results[] says how each one ended; the overall status adds nothing. */
@@ -522,7 +528,7 @@ static bool breaker_blocks(sched_t *s)
 }
 
 void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
-                exec_stats_t *stats)
+                executor_stats_t *stats)
 {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;

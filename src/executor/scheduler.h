@@ -20,20 +20,20 @@ typedef struct declared_set {
 } declared_set_t;
 
 typedef struct sched {
-    const warren_config_t *cfg;   /* borrowed: executor.*, the exchange, worker topology */
-    dbconn_t *db;                 /* borrowed */
-    mq_client_t *pub;             /* borrowed: publishes dispatches */
-    exec_stats_t *stats;          /* borrowed */
+    const warren_config_t *cfg; /* borrowed: executor.*, the exchange, worker topology */
+    dbconn_t *db;               /* borrowed */
+    mq_client_t *pub;           /* borrowed: publishes dispatches */
+    executor_stats_t *stats;    /* borrowed */
     declared_set_t declared;
     breaker_state_t breaker_state; /* last publish breaker state logged (open/closed) */
-    int64_t *revert_ids;          /* unconfirmed dispatches still to move back to requested */
+    int64_t *revert_ids;           /* unconfirmed dispatches still to move back to requested */
     int *revert_attempts;
     size_t n_revert, cap_revert;
 } sched_t;
 
 /* Borrows everything it is given (no I/O). Free with sched_free(). */
 void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
-                exec_stats_t *stats);
+                executor_stats_t *stats);
 void sched_free(sched_t *s);
 /* Claim, assign, commit, publish. Returns 1 when it should run again at once (a full batch
  * went out), 0 when it should wait executor.poll_interval_ms, -1 when it did not run

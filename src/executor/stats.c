@@ -5,7 +5,7 @@
 #include "executor/stats.h"
 #include "warren/log.h"
 
-void stats_dead_letter(exec_stats_t *s, const char *reason, uint64_t n)
+void stats_dead_letter(executor_stats_t *s, const char *reason, uint64_t n)
 {
     for (size_t i = 0; i < s->n_reasons; i++)
         if (!strcmp(s->dead_letters[i].reason, reason)) {
@@ -20,7 +20,7 @@ void stats_dead_letter(exec_stats_t *s, const char *reason, uint64_t n)
     s->dead_letters[s->n_reasons++].count = n;
 }
 
-uint64_t stats_dead_letters(const exec_stats_t *s, const char *reason)
+uint64_t stats_dead_letters(const executor_stats_t *s, const char *reason)
 {
     for (size_t i = 0; i < s->n_reasons; i++)
         if (!strcmp(s->dead_letters[i].reason, reason))
@@ -28,7 +28,7 @@ uint64_t stats_dead_letters(const exec_stats_t *s, const char *reason)
     return 0;
 }
 
-void stats_merge(exec_stats_t *dst, const exec_stats_t *src)
+void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
 {
     dst->sched_ticks += src->sched_ticks;
     dst->dispatched += src->dispatched;
@@ -49,7 +49,7 @@ void stats_merge(exec_stats_t *dst, const exec_stats_t *src)
 }
 
 /* "expired=3,parse_error=1" */
-static void reasons_text(const exec_stats_t *s, char *buf, size_t len)
+static void reasons_text(const executor_stats_t *s, char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = '\0';
@@ -60,9 +60,11 @@ static void reasons_text(const exec_stats_t *s, char *buf, size_t len)
         snprintf(buf + o, len - o, "%sother=%" PRIu64, o ? "," : "", s->dead_letters_other);
 }
 
-#define NUM(field) char field##_t[24]; snprintf(field##_t, sizeof field##_t, "%" PRIu64, s->field)
+#define NUM(field)                                                                                 \
+    char field##_t[24];                                                                            \
+    snprintf(field##_t, sizeof field##_t, "%" PRIu64, s->field)
 
-void stats_log(const exec_stats_t *s, breaker_state_t breaker, uint64_t db_errors)
+void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_errors)
 {
     NUM(dispatched);
     NUM(dispatch_failed);
@@ -79,10 +81,10 @@ void stats_log(const exec_stats_t *s, breaker_state_t breaker, uint64_t db_error
     snprintf(db_t, sizeof db_t, "%" PRIu64, db_errors);
     reasons_text(s, reasons, sizeof reasons);
     log_kv(LOG_INFO, "stats", "dispatched", dispatched_t, "dispatch_failed", dispatch_failed_t,
-           "dispatch_reverted", dispatch_reverted_t, "results_applied",
-           results_applied_t, "results_stale", results_stale_t, "heartbeats", heartbeats_t,
-           "monitor_failed", monitor_failed_t, "monitor_abandoned", monitor_abandoned_t,
-           "dlq_failed_executions", dlq_failed_executions_t, "dead_letters", reasons,
-           "dead_letter_duplicates", dead_letter_duplicates_t, "batches_retried",
-           batches_retried_t, "db_errors", db_t, "breaker", breaker_state_name(breaker), NULL);
+           "dispatch_reverted", dispatch_reverted_t, "results_applied", results_applied_t,
+           "results_stale", results_stale_t, "heartbeats", heartbeats_t, "monitor_failed",
+           monitor_failed_t, "monitor_abandoned", monitor_abandoned_t, "dlq_failed_executions",
+           dlq_failed_executions_t, "dead_letters", reasons, "dead_letter_duplicates",
+           dead_letter_duplicates_t, "batches_retried", batches_retried_t, "db_errors", db_t,
+           "breaker", breaker_state_name(breaker), NULL);
 }

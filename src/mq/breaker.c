@@ -38,9 +38,9 @@ static void move_to(breaker_t *b, breaker_state_t to, int64_t now_ms)
     }
     if (to == BREAKER_CLOSED)
         b->consecutive_failures = 0;
-    log_kv(to == BREAKER_OPEN ? LOG_WARN : LOG_INFO, "circuit breaker state change",
-           "breaker", b->name ? b->name : "", "from", breaker_state_name(from),
-           "to", breaker_state_name(to), NULL);
+    log_kv(to == BREAKER_OPEN ? LOG_WARN : LOG_INFO, "circuit breaker state change", "breaker",
+           b->name ? b->name : "", "from", breaker_state_name(from), "to", breaker_state_name(to),
+           NULL);
 }
 
 bool breaker_allow(breaker_t *b, int64_t now_ms)
@@ -49,11 +49,8 @@ bool breaker_allow(breaker_t *b, int64_t now_ms)
         move_to(b, BREAKER_HALF_OPEN, now_ms);
 
     switch (b->state) {
-    case BREAKER_CLOSED:
-        break;
-    case BREAKER_OPEN:
-        b->calls_rejected++;
-        return false;
+    case BREAKER_CLOSED: break;
+    case BREAKER_OPEN: b->calls_rejected++; return false;
     case BREAKER_HALF_OPEN:
         /* One probe at a time: a second caller must not pile onto a broker that may be down. */
         if (b->probe_in_flight) {
@@ -71,9 +68,7 @@ void breaker_record_success(breaker_t *b, int64_t now_ms)
 {
     b->successes++;
     switch (b->state) {
-    case BREAKER_CLOSED:
-        b->consecutive_failures = 0;
-        break;
+    case BREAKER_CLOSED: b->consecutive_failures = 0; break;
     case BREAKER_HALF_OPEN:
         b->probe_in_flight = false;
         if (++b->half_open_successes >= b->success_threshold)
@@ -93,11 +88,8 @@ void breaker_record_failure(breaker_t *b, int64_t now_ms)
         if (++b->consecutive_failures >= b->failure_threshold)
             move_to(b, BREAKER_OPEN, now_ms);
         break;
-    case BREAKER_HALF_OPEN:
-        move_to(b, BREAKER_OPEN, now_ms);
-        break;
-    case BREAKER_OPEN:
-        break;
+    case BREAKER_HALF_OPEN: move_to(b, BREAKER_OPEN, now_ms); break;
+    case BREAKER_OPEN: break;
     }
 }
 

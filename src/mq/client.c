@@ -115,17 +115,12 @@ const char *mq_last_error(const mq_client_t *c)
 void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len)
 {
     switch (r.reply_type) {
-    case AMQP_RESPONSE_NORMAL:
-        snprintf(buf, len, "ok");
-        return;
-    case AMQP_RESPONSE_NONE:
-        snprintf(buf, len, "no reply from the broker");
-        return;
+    case AMQP_RESPONSE_NORMAL: snprintf(buf, len, "ok"); return;
+    case AMQP_RESPONSE_NONE: snprintf(buf, len, "no reply from the broker"); return;
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:
         snprintf(buf, len, "%s", amqp_error_string2(r.library_error));
         return;
-    case AMQP_RESPONSE_SERVER_EXCEPTION:
-        break;
+    case AMQP_RESPONSE_SERVER_EXCEPTION: break;
     }
     if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
         const amqp_connection_close_t *m = r.reply.decoded;
@@ -251,9 +246,9 @@ static int login(mq_client_t *c, const struct amqp_connection_info *u)
     props[3].value.kind = AMQP_FIELD_KIND_TABLE;
     props[3].value.value.table = (amqp_table_t){.num_entries = 2, .entries = caps};
     amqp_table_t table = {.num_entries = 4, .entries = props};
-    amqp_rpc_reply_t r = amqp_login_with_properties(
-        c->conn, u->vhost, 0, AMQP_DEFAULT_FRAME_SIZE, c->opts.heartbeat_s, &table,
-        AMQP_SASL_METHOD_PLAIN, u->user, u->password);
+    amqp_rpc_reply_t r = amqp_login_with_properties(c->conn, u->vhost, 0, AMQP_DEFAULT_FRAME_SIZE,
+                                                    c->opts.heartbeat_s, &table,
+                                                    AMQP_SASL_METHOD_PLAIN, u->user, u->password);
     return reply_ok(c, r, "login") ? 0 : -1;
 }
 
@@ -276,8 +271,9 @@ static int open_socket(mq_client_t *c, const struct amqp_connection_info *u)
     }
     /* Bound the login handshake and every synchronous RPC (declare, consume, close). */
     amqp_set_handshake_timeout(c->conn, &tv);
-    int rpc_ms = c->opts.connect_timeout_ms > c->opts.publish_timeout_ms ? c->opts.connect_timeout_ms
-                                                                         : c->opts.publish_timeout_ms;
+    int rpc_ms = c->opts.connect_timeout_ms > c->opts.publish_timeout_ms
+                     ? c->opts.connect_timeout_ms
+                     : c->opts.publish_timeout_ms;
     struct timeval rpc = evloop_tv(rpc_ms);
     amqp_set_rpc_timeout(c->conn, &rpc);
     return 0;
@@ -334,7 +330,8 @@ static int connect_attempt(mq_client_t *c)
     c->next_connect_ms = now + delay;
     char delay_text[24];
     snprintf(delay_text, sizeof delay_text, "%lld", (long long)delay);
-    log_kv(LOG_WARN, "RabbitMQ connect failed", "error", c->last_error, "backoff_ms", delay_text, NULL);
+    log_kv(LOG_WARN, "RabbitMQ connect failed", "error", c->last_error, "backoff_ms", delay_text,
+           NULL);
     return -1;
 }
 
@@ -437,7 +434,8 @@ int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen)
     char why[ERRBUF_SIZE];
     mq_describe_reply(r, why, sizeof why);
     snprintf(err, errlen, "%s", why);
-    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+        r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
         amqp_connection_close_ok_t ok = {0};
         (void)amqp_send_method(c->conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
         mq_connection_lost(c, why);
@@ -445,7 +443,8 @@ int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen)
     }
     if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
         amqp_channel_close_ok_t ok = {0};
-        if (amqp_send_method(c->conn, MQ_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK) {
+        if (amqp_send_method(c->conn, MQ_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) !=
+            AMQP_STATUS_OK) {
             mq_connection_lost(c, "sending channel.close-ok failed");
             return -1;
         }
@@ -480,7 +479,8 @@ static bool send_room(int fd, size_t bytes)
 {
     int queued = 0, sndbuf = 0;
     socklen_t len = sizeof sndbuf;
-    if (ioctl(fd, SIOCOUTQ, &queued) != 0 || getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0)
+    if (ioctl(fd, SIOCOUTQ, &queued) != 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &len) != 0)
         return true; /* cannot tell: rely on poll alone */
     if (queued == 0)
         return true; /* an empty buffer takes anything the peer reads */
@@ -511,7 +511,8 @@ int mq_wait_writable(mq_client_t *c, size_t bytes, int64_t deadline_ms)
         if (n > 0 && send_room(fd, bytes))
             return MQ_OK;
         if (left <= 0) {
-            mq_connection_lost(c, "publish stalled: the socket did not drain within publish_timeout_ms");
+            mq_connection_lost(
+                c, "publish stalled: the socket did not drain within publish_timeout_ms");
             return MQ_ERR_CONNECTION;
         }
         struct timespec pause = {.tv_nsec = 5 * 1000000}; /* poll said writable; wait for room */

@@ -51,7 +51,8 @@ uint64_t confirm_track(confirm_tracker_t *t, uint64_t cookie)
         t->cap = cap;
     }
     uint64_t tag = t->next_tag++;
-    t->entries[t->len++] = (confirm_entry_t){.tag = tag, .result = CONFIRM_PENDING, .cookie = cookie};
+    t->entries[t->len++] = (confirm_entry_t){
+        .tag = tag, .result = CONFIRM_PENDING, .cookie = cookie};
     return tag;
 }
 

@@ -11,20 +11,20 @@ typedef enum {
     CONFIRM_PENDING = 0,
     CONFIRM_ACKED,
     CONFIRM_NACKED,
-    CONFIRM_RETURNED,  /* basic.return seen (mandatory, unroutable); the later ack does not undo it */
-    CONFIRM_LOST,      /* channel or connection closed before an answer */
-    CONFIRM_UNKNOWN,   /* no such tag or cookie (never tracked, or already collected) */
+    CONFIRM_RETURNED, /* basic.return seen (mandatory, unroutable); the later ack does not undo it */
+    CONFIRM_LOST,     /* channel or connection closed before an answer */
+    CONFIRM_UNKNOWN,  /* no such tag or cookie (never tracked, or already collected) */
 } confirm_result_t;
 
 typedef struct confirm_entry {
     uint64_t tag;
     confirm_result_t result;
-    uint64_t cookie;   /* caller's id for the publish (e.g. index in a batch) */
+    uint64_t cookie; /* caller's id for the publish (e.g. index in a batch) */
 } confirm_entry_t;
 
 typedef struct confirm_tracker {
-    uint64_t next_tag;           /* tag the next publish will get; starts at 1 after confirm.select */
-    confirm_entry_t *entries;    /* outstanding and finished-but-uncollected, ordered by tag */
+    uint64_t next_tag;        /* tag the next publish will get; starts at 1 after confirm.select */
+    confirm_entry_t *entries; /* outstanding and finished-but-uncollected, ordered by tag */
     size_t len, cap;
 } confirm_tracker_t;
 

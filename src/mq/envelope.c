@@ -133,8 +133,7 @@ static int decode_fields(json_object *obj, envelope_t *e, char *err, size_t errl
         decode_headers(&root, e) != 0 || jf_object(&root, "payload", true, &payload) < 0)
         return -1;
     if (ts_parse(e->timestamp, &e->timestamp_us) != 0) {
-        snprintf(err, errlen, "field 'timestamp': '%s' is not an RFC 3339 date-time",
-                 e->timestamp);
+        snprintf(err, errlen, "field 'timestamp': '%s' is not an RFC 3339 date-time", e->timestamp);
         return -1;
     }
     e->version = (int)version;
@@ -176,8 +175,8 @@ static json_object *string_or_null(const char *s)
 }
 
 char *envelope_encode(msg_type_t type, const char *message_id, const char *correlation_id,
-                      const char *source, int attempt, const char *trace_id,
-                      json_object *payload, size_t *len)
+                      const char *source, int attempt, const char *trace_id, json_object *payload,
+                      size_t *len)
 {
     char id[40], ts[TS_TEXT_MAX];
     if (!payload)
@@ -194,7 +193,8 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
     json_object_object_add(headers, "attempt", json_object_new_int(attempt));
     json_object_object_add(headers, "trace_id", string_or_null(trace_id));
     json_object *root = json_object_new_object();
-    json_object_object_add(root, "message_id", json_object_new_string(message_id ? message_id : id));
+    json_object_object_add(root, "message_id",
+                           json_object_new_string(message_id ? message_id : id));
     json_object_object_add(root, "correlation_id", string_or_null(correlation_id));
     json_object_object_add(root, "message_type", json_object_new_string(msg_type_name(type)));
     json_object_object_add(root, "version", json_object_new_int(ENVELOPE_VERSION));
@@ -274,8 +274,7 @@ void envelope_new_id(char *buf, size_t len)
     }
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-    snprintf(buf, len,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }

@@ -24,7 +24,8 @@ static char *dup_bytes(amqp_bytes_t b)
 }
 
 /* An optional string property: NULL when absent; *oom set when present but not copied. */
-static char *dup_prop(const amqp_basic_properties_t *p, amqp_flags_t flag, amqp_bytes_t b, bool *oom)
+static char *dup_prop(const amqp_basic_properties_t *p, amqp_flags_t flag, amqp_bytes_t b,
+                      bool *oom)
 {
     if (!(p->_flags & flag))
         return NULL;
@@ -37,7 +38,7 @@ static char *dup_prop(const amqp_basic_properties_t *p, amqp_flags_t flag, amqp_
 /* A delivery as allocated here: what callers see, then the rabbitmq-c envelope that its body
  * and headers point into, which they never see. */
 typedef struct delivery_rec {
-    mq_delivery_t d;              /* first: a mq_delivery_t * is a delivery_rec_t * */
+    mq_delivery_t d; /* first: a mq_delivery_t * is a delivery_rec_t * */
     amqp_envelope_t env;
 } delivery_rec_t;
 
@@ -95,7 +96,8 @@ static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env)
 void mq_stash_push(mq_client_t *c, mq_delivery_t *d)
 {
     if (c->stash_head > 0 && c->stash_len == c->stash_cap) {
-        memmove(c->stash, c->stash + c->stash_head, (c->stash_len - c->stash_head) * sizeof *c->stash);
+        memmove(c->stash, c->stash + c->stash_head,
+                (c->stash_len - c->stash_head) * sizeof *c->stash);
         c->stash_len -= c->stash_head;
         c->stash_head = 0;
     }
@@ -147,7 +149,8 @@ static void content_failed(mq_client_t *c, amqp_rpc_reply_t r, const char *what)
     snprintf(text, sizeof text, "reading %s: %s", what, why);
     if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
         amqp_channel_close_ok_t ok = {0};
-        if (amqp_send_method(c->conn, MQ_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) == AMQP_STATUS_OK) {
+        if (amqp_send_method(c->conn, MQ_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) ==
+            AMQP_STATUS_OK) {
             (void)mq_channel_closed(c, text);
             return;
         }
@@ -208,7 +211,8 @@ static void on_return(mq_client_t *c, const amqp_frame_t *f)
         content_failed(c, r, "a returned message");
     } else {
         bool oom = false;
-        char *id = dup_prop(&msg.properties, AMQP_BASIC_MESSAGE_ID_FLAG, msg.properties.message_id, &oom);
+        char *id = dup_prop(&msg.properties, AMQP_BASIC_MESSAGE_ID_FLAG, msg.properties.message_id,
+                            &oom);
         log_kv(LOG_WARN, "publish returned unroutable", "reply_code", code, "reply_text", text,
                "exchange", exchange, "routing_key", key, "message_id", id, NULL);
         mq_set_error(c, "returned: %s %.*s", code, utf8_prec(text ? text : "", 200),
@@ -234,7 +238,8 @@ static void on_channel_close(mq_client_t *c, const amqp_frame_t *f)
     char why[ERRBUF_SIZE];
     describe_close(f, why, sizeof why);
     amqp_channel_close_ok_t ok = {0};
-    if (amqp_send_method(c->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK) {
+    if (amqp_send_method(c->conn, f->channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) !=
+        AMQP_STATUS_OK) {
         mq_connection_lost(c, "sending channel.close-ok failed");
         return;
     }
@@ -296,7 +301,8 @@ static void handle_method(mq_client_t *c, const amqp_frame_t *f)
     case AMQP_CONNECTION_BLOCKED_METHOD: on_blocked(c, f, true); break;
     case AMQP_CONNECTION_UNBLOCKED_METHOD: on_blocked(c, f, false); break;
     default:
-        log_kv(LOG_DEBUG, "ignoring broker method", "method", amqp_method_name(f->payload.method.id), NULL);
+        log_kv(LOG_DEBUG, "ignoring broker method", "method",
+               amqp_method_name(f->payload.method.id), NULL);
         break;
     }
 }

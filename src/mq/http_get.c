@@ -99,7 +99,8 @@ int http_url_parse(const char *url, http_url_t *u, char *err, size_t errlen)
     if ((at && pct_decode(auth, (size_t)(at - auth), u->auth, sizeof u->auth) != 0) ||
         parse_hostport(host, (size_t)(path - host), u) != 0 ||
         copy_span(u->base, sizeof u->base, path, blen) != 0) {
-        snprintf(err, errlen, "management URL is malformed (expected http://[user:pass@]host[:port])");
+        snprintf(err, errlen,
+                 "management URL is malformed (expected http://[user:pass@]host[:port])");
         return -1;
     }
     return 0;
@@ -166,8 +167,7 @@ static const char *find_header(const char *hdr, size_t n, const char *name, size
     return NULL;
 }
 
-int http_parse_response(const char *raw, size_t len, http_response_t *out, char *err,
-                        size_t errlen)
+int http_parse_response(const char *raw, size_t len, http_response_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     const char *sep = memmem(raw, len, "\r\n\r\n", 4);
@@ -182,8 +182,8 @@ int http_parse_response(const char *raw, size_t len, http_response_t *out, char 
     size_t blen = len - hlen - 4;
     const char *te = find_header(raw, hlen, "transfer-encoding", &vlen);
     if (te && !(vlen == 8 && !strncasecmp(te, "identity", 8))) {
-        snprintf(err, errlen, "HTTP response uses transfer-encoding %.*s, not supported",
-                 (int)vlen, te);
+        snprintf(err, errlen, "HTTP response uses transfer-encoding %.*s, not supported", (int)vlen,
+                 te);
         return -1;
     }
     const char *cl = find_header(raw, hlen, "content-length", &vlen);
@@ -310,8 +310,8 @@ static char *recv_all(int fd, int64_t deadline_ms, size_t *len, char *err, size_
     return NULL;
 }
 
-int http_get(const http_url_t *u, const char *path, int timeout_ms, http_response_t *out,
-             char *err, size_t errlen)
+int http_get(const http_url_t *u, const char *path, int timeout_ms, http_response_t *out, char *err,
+             size_t errlen)
 {
     char req[2048];
     size_t len = 0;

@@ -13,13 +13,13 @@
 typedef struct http_url {
     char host[256];
     char port[8];
-    char auth[256];  /* "user:password" percent-decoded; "" when the URL carries none */
-    char base[256];  /* path prefix without a trailing '/'; "" for none */
+    char auth[256]; /* "user:password" percent-decoded; "" when the URL carries none */
+    char base[256]; /* path prefix without a trailing '/'; "" for none */
 } http_url_t;
 
 typedef struct http_response {
-    int status;      /* e.g. 200, 404 */
-    char *body;      /* NUL-terminated; owned, released by http_response_free() */
+    int status; /* e.g. 200, 404 */
+    char *body; /* NUL-terminated; owned, released by http_response_free() */
     size_t body_len;
 } http_response_t;
 
@@ -32,8 +32,8 @@ int http_parse_response(const char *raw, size_t len, http_response_t *out, char 
                         size_t errlen) WARN_UNUSED;
 /* GET base+path within timeout_ms. Any HTTP status is a success here; check out->status.
  * The caller frees out with http_response_free() (also safe after a failure). */
-int http_get(const http_url_t *u, const char *path, int timeout_ms, http_response_t *out,
-             char *err, size_t errlen) WARN_UNUSED;
+int http_get(const http_url_t *u, const char *path, int timeout_ms, http_response_t *out, char *err,
+             size_t errlen) WARN_UNUSED;
 void http_response_free(http_response_t *r);
 
 #endif

@@ -21,32 +21,32 @@
 /* The publish call in progress: lets the frame handler map a basic.return to its tag. */
 typedef struct mq_publish_wait {
     const mq_message_t *msgs;
-    char (*ids)[64];              /* message_id per message (given or generated) */
-    uint64_t *tags;               /* delivery tag per sent message */
+    char (*ids)[64]; /* message_id per message (given or generated) */
+    uint64_t *tags;  /* delivery tag per sent message */
     size_t n, sent;
     uint64_t first_cookie;
-    int lost_status;              /* status for entries lost by a reset during this call */
+    int lost_status; /* status for entries lost by a reset during this call */
 } mq_publish_wait_t;
 
 struct mq_client {
-    mq_options_t opts;            /* strings point into url / app_id below */
+    mq_options_t opts; /* strings point into url / app_id below */
     char *url, *app_id;
     amqp_connection_state_t conn; /* NULL while disconnected */
     bool channel_open;
-    uint64_t channel_gen;         /* bumped on every channel open */
-    bool blocked;                 /* connection.blocked: the broker refuses publishes */
+    uint64_t channel_gen; /* bumped on every channel open */
+    bool blocked;         /* connection.blocked: the broker refuses publishes */
     breaker_t breaker;
     backoff_t backoff;
-    int64_t next_connect_ms;      /* no automatic reconnect before this (monotonic) */
+    int64_t next_connect_ms; /* no automatic reconnect before this (monotonic) */
     confirm_tracker_t confirms;
-    uint64_t publish_seq;         /* confirm cookies: one per publish, never reused */
-    mq_publish_wait_t *waiting;   /* set only inside mq_publish_batch */
+    uint64_t publish_seq;       /* confirm cookies: one per publish, never reused */
+    mq_publish_wait_t *waiting; /* set only inside mq_publish_batch */
     /* consumer */
-    char *consumer_tag;           /* NULL when not consuming */
-    int consume_status;           /* why we are not consuming (sticky until mq_consume) */
-    bool consume_event_unseen;    /* consumer lost; mq_consume_next has not said so yet */
+    char *consumer_tag;              /* NULL when not consuming */
+    int consume_status;              /* why we are not consuming (sticky until mq_consume) */
+    bool consume_event_unseen;       /* consumer lost; mq_consume_next has not said so yet */
     char consume_error[ERRBUF_SIZE]; /* why the consumer was lost */
-    mq_delivery_t **stash;        /* deliveries read while waiting for something else */
+    mq_delivery_t **stash;           /* deliveries read while waiting for something else */
     size_t stash_head, stash_len, stash_cap;
     char last_error[ERRBUF_SIZE];
     char connect_error[ERRBUF_SIZE]; /* why the last connect attempt failed */

@@ -17,17 +17,17 @@ static void new_message_id(char *buf, size_t len)
             r[i] = (unsigned char)random();
     r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
     r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-    snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7],
-             r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+    snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0],
+             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+             r[14], r[15]);
 }
 
 static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_id)
 {
     amqp_basic_properties_t p;
     memset(&p, 0, sizeof p);
-    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG |
-               AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_APP_ID_FLAG;
+    p._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG |
+               AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG | AMQP_BASIC_APP_ID_FLAG;
     p.content_type = amqp_cstring_bytes("application/json");
     p.delivery_mode = 2; /* persistent */
     p.message_id = amqp_cstring_bytes(message_id);
@@ -87,7 +87,8 @@ static void send_all(mq_client_t *c, mq_publish_wait_t *w, int64_t deadline)
 
 static bool all_confirmed(mq_client_t *c, mq_publish_wait_t *w, size_t *from)
 {
-    while (*from < w->sent && confirm_result_cookie(&c->confirms, w->first_cookie + *from) != CONFIRM_PENDING)
+    while (*from < w->sent &&
+           confirm_result_cookie(&c->confirms, w->first_cookie + *from) != CONFIRM_PENDING)
         (*from)++;
     return *from == w->sent;
 }
@@ -122,9 +123,10 @@ static int collect_results(mq_client_t *c, const mq_publish_wait_t *w, int *resu
             mq_set_error(c, "no confirm within %d ms", c->opts.publish_timeout_ms);
         else if (first == MQ_ERR_NACKED)
             mq_set_error(c, "nacked by the broker");
-        log_kv(LOG_WARN, "publish failed", "status", mq_status_name(first), "exchange", w->msgs[i].exchange,
-               "routing_key", w->msgs[i].routing_key, "message_id", sent ? w->ids[i] : w->msgs[i].message_id,
-               "execution_id", w->msgs[i].execution_id, "error", c->last_error, NULL);
+        log_kv(LOG_WARN, "publish failed", "status", mq_status_name(first), "exchange",
+               w->msgs[i].exchange, "routing_key", w->msgs[i].routing_key, "message_id",
+               sent ? w->ids[i] : w->msgs[i].message_id, "execution_id", w->msgs[i].execution_id,
+               "error", c->last_error, NULL);
     }
     return first;
 }
@@ -154,8 +156,7 @@ static bool breaker_failure(const int *results, size_t n)
         switch (results[i]) {
         case MQ_ERR_CONNECTION:
         case MQ_ERR_TIMEOUT:
-        case MQ_ERR_NACKED:
-            return true;
+        case MQ_ERR_NACKED: return true;
         }
     return false;
 }

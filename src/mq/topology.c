@@ -78,16 +78,15 @@ static int declare_exchange(mq_client_t *c, const topo_exchange_t *x, char *err,
 static int declare_queue(mq_client_t *c, const topo_queue_t *q, char *err, size_t errlen)
 {
     amqp_table_entry_t entries[TOPO_MAX_ARGS];
-    amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(q->name), 0,
-                       1, 0, 0, queue_table(q, entries));
+    amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(q->name), 0, 1,
+                       0, 0, queue_table(q, entries));
     return declared(c, "queue", q->name, err, errlen);
 }
 
 static int declare_binding(mq_client_t *c, const topo_binding_t *b, char *err, size_t errlen)
 {
     amqp_queue_bind(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(b->queue),
-                    amqp_cstring_bytes(b->exchange), amqp_cstring_bytes(b->key),
-                    amqp_empty_table);
+                    amqp_cstring_bytes(b->exchange), amqp_cstring_bytes(b->key), amqp_empty_table);
     return declared(c, "binding of queue", b->queue, err, errlen);
 }
 
@@ -137,13 +136,13 @@ int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *
 
 typedef struct verify {
     mq_client_t *c;
-    bool mgmt;                   /* management API available: full comparison */
+    bool mgmt; /* management API available: full comparison */
     http_url_t url;
-    char vhost[3 * TOPO_NAME_MAX];  /* percent-encoded */
+    char vhost[3 * TOPO_NAME_MAX]; /* percent-encoded */
     int timeout_ms;
     FILE *out;
     int drifts;
-    char missing[8][TOPO_NAME_MAX];  /* objects reported missing: their bindings need no line */
+    char missing[8][TOPO_NAME_MAX]; /* objects reported missing: their bindings need no line */
     size_t n_missing;
 } verify_t;
 
@@ -183,8 +182,9 @@ static int mgmt_get(verify_t *v, const char *path, json_object **out)
     if (rc < 0) {
         char status[16];
         snprintf(status, sizeof status, "%d", r.status);
-        log_kv(LOG_ERROR, r.status == 401 ? "management API refused the credentials"
-                                          : "unexpected management API answer",
+        log_kv(LOG_ERROR,
+               r.status == 401 ? "management API refused the credentials"
+                               : "unexpected management API answer",
                "status", status, "path", path, NULL);
     }
     http_response_free(&r);
@@ -322,7 +322,8 @@ static int verify_found_workers(verify_t *v, const warren_config_t *cfg)
     for (size_t i = 0; i < n && rc == 0; i++) {
         json_object *name;
         const char *q = json_object_object_get_ex(json_object_array_get_idx(list, i), "name", &name)
-                            ? json_object_get_string(name) : "";
+                            ? json_object_get_string(name)
+                            : "";
         size_t len = strlen(q);
         char id[TOPO_NAME_MAX];
         if (len <= strlen(prefix) + strlen(suffix) || strncmp(q, prefix, strlen(prefix)) != 0 ||

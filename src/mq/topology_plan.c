@@ -158,14 +158,17 @@ int topo_compare_exchange(const topo_exchange_t *want, json_object *live, const 
     int drifts = 0;
     const char *type = json_str(live, "type");
     if (!type || strcmp(type, want->type) != 0) {
-        fprintf(out, "exchange '%s' has type=%s but configuration wants %s: delete the exchange "
-                     "(its bindings go with it), then run `%s`\n",
+        fprintf(out,
+                "exchange '%s' has type=%s but configuration wants %s: delete the exchange "
+                "(its bindings go with it), then run `%s`\n",
                 want->name, type ? type : "(unknown)", want->type, hint);
         drifts++;
     }
     if (!json_true(live, "durable")) {
-        fprintf(out, "exchange '%s' is not durable and vanishes when the broker restarts: delete "
-                     "it, then run `%s`\n", want->name, hint);
+        fprintf(out,
+                "exchange '%s' is not durable and vanishes when the broker restarts: delete "
+                "it, then run `%s`\n",
+                want->name, hint);
         drifts++;
     }
     return drifts;
@@ -188,8 +191,8 @@ static int compare_queue_args(const topo_queue_t *want, json_object *args, const
         want_text(a, w, sizeof w);
         if (v) {
             live_text(v, l, sizeof l);
-            fprintf(out, "queue '%s' has %s=%s but configuration wants %s: ", want->name, a->key,
-                    l, w);
+            fprintf(out, "queue '%s' has %s=%s but configuration wants %s: ", want->name, a->key, l,
+                    w);
         } else {
             fprintf(out, "queue '%s' has no %s but configuration wants %s: ", want->name, a->key,
                     w);
@@ -198,13 +201,11 @@ static int compare_queue_args(const topo_queue_t *want, json_object *args, const
         fputc('\n', out);
         drifts++;
     }
-    json_object_object_foreach(args, key, val)
-    {
+    json_object_object_foreach(args, key, val) {
         if (topo_queue_arg(want, key) || !strcmp(key, "x-queue-type"))
             continue;
         live_text(val, l, sizeof l);
-        fprintf(out, "queue '%s' has %s=%s which configuration does not set: ", want->name, key,
-                l);
+        fprintf(out, "queue '%s' has %s=%s which configuration does not set: ", want->name, key, l);
         fprintf(out, queue_remedy, hint);
         fputc('\n', out);
         drifts++;
@@ -278,8 +279,10 @@ int topo_compare_bindings(const topo_plan_t *p, const char *exchange, const char
             wanted = !strcmp(p->bindings[j].exchange, exchange) &&
                      !strcmp(p->bindings[j].queue, queue) && !strcmp(p->bindings[j].key, k);
         if (k && !wanted) {
-            fprintf(out, "queue '%s' has an extra binding from exchange '%s' with key '%s' that "
-                         "routes other messages here: unbind it\n", queue, exchange, k);
+            fprintf(out,
+                    "queue '%s' has an extra binding from exchange '%s' with key '%s' that "
+                    "routes other messages here: unbind it\n",
+                    queue, exchange, k);
             drifts++;
         }
     }
@@ -323,23 +326,28 @@ void topo_explain_refusal(const char *what, const char *name, const char *reply,
     p = span_after(p, "received ", " but current is ", recv, sizeof recv);
     p = span_after(p, " but current is ", NULL, cur, sizeof cur);
     if (!p) {
-        snprintf(err, errlen, "%s '%s': the broker refused the declaration (%s); see `warren "
-                              "topology verify`", what, name, reply);
+        snprintf(err, errlen,
+                 "%s '%s': the broker refused the declaration (%s); see `warren "
+                 "topology verify`",
+                 what, name, reply);
         return;
     }
     bool has_r = broker_value(recv, rv, sizeof rv), has_c = broker_value(cur, cv, sizeof cv);
     const char *remedy = !strcmp(what, "queue") ? "drain and delete the queue"
                                                 : "delete the exchange";
     if (has_c && has_r)
-        snprintf(err, errlen, "%s '%s' exists with %s=%s but configuration wants %s: %s or change "
-                              "the configuration to match; see `warren topology verify`",
+        snprintf(err, errlen,
+                 "%s '%s' exists with %s=%s but configuration wants %s: %s or change "
+                 "the configuration to match; see `warren topology verify`",
                  what, name, arg, cv, rv, remedy);
     else if (has_r)
-        snprintf(err, errlen, "%s '%s' exists without %s but configuration wants %s=%s: %s or "
-                              "change the configuration to match; see `warren topology verify`",
+        snprintf(err, errlen,
+                 "%s '%s' exists without %s but configuration wants %s=%s: %s or "
+                 "change the configuration to match; see `warren topology verify`",
                  what, name, arg, arg, rv, remedy);
     else
-        snprintf(err, errlen, "%s '%s' exists with %s=%s which configuration does not set: %s or "
-                              "change the configuration to match; see `warren topology verify`",
+        snprintf(err, errlen,
+                 "%s '%s' exists with %s=%s which configuration does not set: %s or "
+                 "change the configuration to match; see `warren topology verify`",
                  what, name, arg, has_c ? cv : "?", remedy);
 }

@@ -17,7 +17,7 @@
 #define TOPO_MAX_ARGS 6
 
 typedef struct topo_arg {
-    const char *key;             /* "x-message-ttl", ... (static text) */
+    const char *key; /* "x-message-ttl", ... (static text) */
     bool is_int;
     int64_t i;
     char s[TOPO_NAME_MAX];
@@ -25,7 +25,7 @@ typedef struct topo_arg {
 
 typedef struct topo_exchange {
     char name[TOPO_NAME_MAX];
-    const char *type;            /* "topic", "fanout" */
+    const char *type; /* "topic", "fanout" */
 } topo_exchange_t;
 
 typedef struct topo_queue {
@@ -39,7 +39,7 @@ typedef struct topo_binding {
     char exchange[TOPO_NAME_MAX];
     char queue[TOPO_NAME_MAX];
     char key[TOPO_NAME_MAX];
-    bool any_key;                /* fanout: the key is irrelevant, only the link matters */
+    bool any_key; /* fanout: the key is irrelevant, only the link matters */
 } topo_binding_t;
 
 typedef struct topo_plan {
@@ -49,7 +49,7 @@ typedef struct topo_plan {
     size_t n_queues;
     topo_binding_t bindings[4];
     size_t n_bindings;
-    char hint[TOPO_NAME_MAX];    /* command that repairs missing pieces */
+    char hint[TOPO_NAME_MAX]; /* command that repairs missing pieces */
 } topo_plan_t;
 
 /* Exchanges, dead-letter queue (when enabled) and the executor's queues. */

@@ -298,8 +298,8 @@ static char *wrap_text(const char *text, size_t len, bool truncated)
         json_object_object_add(o, "output", json_object_new_string(clean));
         if (truncated)
             json_object_object_add(o, "truncated", json_object_new_boolean(1));
-        const char *s = json_object_to_json_string_ext(
-            o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
         out = s ? strdup(s) : NULL;
     }
     json_object_put(o);

@@ -42,14 +42,14 @@ exec_t *execs_add(execs_t *t, int64_t execution_id, int attempt)
         return NULL;
     x->execution_id = execution_id;
     x->attempt = attempt;
-    x->state = EXEC_HELD;
+    x->stage = STAGE_HELD;
     x->prev = t->tail;
     if (t->tail)
         t->tail->next = x;
     else
         t->head = x;
     t->tail = x;
-    t->count[EXEC_HELD]++;
+    t->count[STAGE_HELD]++;
     return x;
 }
 
@@ -73,26 +73,26 @@ void execs_remove(execs_t *t, exec_t *x, bool finished)
         x->next->prev = x->prev;
     else
         t->tail = x->prev;
-    t->count[x->state]--;
+    t->count[x->stage]--;
     exec_free(x);
 }
 
-void execs_set_state(execs_t *t, exec_t *x, exec_state_t state)
+void execs_set_stage(execs_t *t, exec_t *x, exec_stage_t stage)
 {
-    t->count[x->state]--;
-    t->count[state]++;
-    x->state = state;
+    t->count[x->stage]--;
+    t->count[stage]++;
+    x->stage = stage;
 }
 
-size_t execs_count(const execs_t *t, exec_state_t state)
+size_t execs_count(const execs_t *t, exec_stage_t stage)
 {
-    return t->count[state];
+    return t->count[stage];
 }
 
 exec_t *execs_first_held(const execs_t *t)
 {
     for (exec_t *x = t->head; x; x = x->next)
-        if (x->state == EXEC_HELD)
+        if (x->stage == STAGE_HELD)
             return x;
     return NULL;
 }

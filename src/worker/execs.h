@@ -14,14 +14,21 @@
 /* Finished keys remembered for duplicate detection. */
 #define EXECS_RECENT 1024
 
-typedef enum { EXEC_HELD = 0, EXEC_RUNNING, EXEC_FINISHED } exec_state_t;
+/*
+ * How far an execution has come in this worker: bookkeeping, not its status in the database
+ * (exec_status_t, warren/exec_status.h), which the executor owns and the worker reports to.
+ *   STAGE_HELD      accepted from the queue, not started yet (waiting for room, intake.c)
+ *   STAGE_RUNNING   its handler runs
+ *   STAGE_FINISHED  its handler ended; the record stays until the broker confirms the completion
+ */
+typedef enum { STAGE_HELD = 0, STAGE_RUNNING, STAGE_FINISHED, STAGE_COUNT } exec_stage_t;
 
 typedef struct exec {
     struct exec *prev, *next;
     int64_t execution_id;
     int attempt;
-    exec_state_t state;
-    void *owner;               /* the worker, for the runner's callback */
+    exec_stage_t stage;
+    void *owner; /* the worker, for the runner's callback */
     /* The broker confirmed this execution's running status: its deliveries may be acked. */
     bool running_reported;
     /* Deliveries of this dispatch not acked yet (a redelivery adds one). */
@@ -29,11 +36,11 @@ typedef struct exec {
     size_t n_tags, cap_tags;
     /* The job, kept from the dispatch until it starts. */
     char action_ref[ACTION_REF_MAX + 1];
-    char *params;              /* JSON text; NULL means {} */
+    char *params; /* JSON text; NULL means {} */
     size_t params_len;
     int timeout_s;
     char trace_id[ENVELOPE_ID_MAX];
-    char started_at[40];       /* RFC 3339, set when started */
+    char started_at[40]; /* RFC 3339, set when started */
 } exec_t;
 
 typedef struct execs_key {
@@ -43,7 +50,7 @@ typedef struct execs_key {
 
 typedef struct execs {
     exec_t *head, *tail;       /* arrival order: held executions start first come, first served */
-    size_t count[3];           /* per exec_state_t */
+    size_t count[STAGE_COUNT]; /* records per stage */
     execs_key_t recent[EXECS_RECENT];
     size_t recent_next, recent_len;
 } execs_t;
@@ -57,8 +64,8 @@ exec_t *execs_find(const execs_t *t, int64_t execution_id, int attempt);
 exec_t *execs_add(execs_t *t, int64_t execution_id, int attempt);
 /* Remove and free x; `finished` remembers its key for execs_recent(). */
 void execs_remove(execs_t *t, exec_t *x, bool finished);
-void execs_set_state(execs_t *t, exec_t *x, exec_state_t state);
-size_t execs_count(const execs_t *t, exec_state_t state);
+void execs_set_stage(execs_t *t, exec_t *x, exec_stage_t stage);
+size_t execs_count(const execs_t *t, exec_stage_t stage);
 /* The oldest held record, or NULL. */
 exec_t *execs_first_held(const execs_t *t);
 /* True when (execution_id, attempt) finished here recently. */

@@ -12,7 +12,6 @@
 #include "warren/utf8.h"
 #include "worker/handlers.h"
 
-
 typedef struct handlers_entry {
     const warren_handler_t *desc;
     void *module; /* dlopen handle, NULL for built-ins */
@@ -90,8 +89,8 @@ static int check_desc(const handlers_t *r, const warren_handler_t *desc, const c
     }
     if (!ids_action_ref_valid(desc->action_ref)) {
         const char *ref = desc->action_ref ? desc->action_ref : "(null)";
-        snprintf(err, errlen, "%s: invalid action_ref '%.*s': %s", origin, utf8_prec(ref, 64),
-                 ref, IDS_ACTION_REF_RULE);
+        snprintf(err, errlen, "%s: invalid action_ref '%.*s': %s", origin, utf8_prec(ref, 64), ref,
+                 IDS_ACTION_REF_RULE);
         return -1;
     }
     if (!desc->run) {

@@ -19,10 +19,10 @@ static void settle(worker_t *w, uint64_t tag, bool ack, bool requeue, const char
 {
     int rc = ack ? mq_ack(w->consumer, tag, false) : mq_nack(w->consumer, tag, requeue);
     if (rc != MQ_OK)
-        log_kv(LOG_INFO, ack ? "ack not sent; the broker requeued the delivery"
-                             : "nack not sent; the broker requeued the delivery",
-               "worker", w->id, "execution_id", execution_id, "status", mq_status_name(rc),
-               NULL);
+        log_kv(LOG_INFO,
+               ack ? "ack not sent; the broker requeued the delivery"
+                   : "nack not sent; the broker requeued the delivery",
+               "worker", w->id, "execution_id", execution_id, "status", mq_status_name(rc), NULL);
 }
 
 /* Dead-letter it: nack without requeue sends it to the DLX, where the executor stores it. */
@@ -69,8 +69,7 @@ static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
     } else if (exec_add_tag(x, d->delivery_tag) != 0) {
         settle(w, d->delivery_tag, false, true, id); /* out of memory: let it come back */
     } else {
-        log_kv(LOG_INFO,
-               "dispatch of an execution already here: acked once it is reported running",
+        log_kv(LOG_INFO, "dispatch of an execution already here: acked once it is reported running",
                "worker", w->id, "execution_id", id, "redelivered",
                d->redelivered ? "true" : "false", NULL);
     }
@@ -157,7 +156,7 @@ static void on_done(const runner_result_t *r, void *arg)
     log_kv(LOG_INFO, "execution finished", "worker", w->id, "execution_id", id, "action_ref",
            x->action_ref, "outcome", runner_outcome_name(r->outcome), "exit_code", code,
            "duration_ms", ms, "error", r->error, NULL);
-    execs_set_state(&w->execs, x, EXEC_FINISHED);
+    execs_set_stage(&w->execs, x, STAGE_FINISHED);
     reporter_completion(w, x, r, ended_at);
     worker_kick_soon(w);
 }
@@ -180,10 +179,10 @@ static void start(worker_t *w, exec_t *x)
     ts_now(x->started_at, sizeof x->started_at);
     /* Set before runner_start: an in-process handler's result arrives from the loop later,
      * but the state must already say running. */
-    execs_set_state(&w->execs, x, EXEC_RUNNING);
+    execs_set_stage(&w->execs, x, STAGE_RUNNING);
     if (runner_start(w->runner, &job, on_done, x, err, sizeof err) != 0) {
-        log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id,
-               "execution_id", id, "error", err, NULL);
+        log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id, "execution_id",
+               id, "error", err, NULL);
         w->stats.rejected++;
         for (size_t i = 0; i < x->n_tags; i++)
             settle(w, x->tags[i], false, false, id);
@@ -257,7 +256,7 @@ void intake_forget_deliveries(worker_t *w)
     while (x) {
         exec_t *next = x->next;
         x->n_tags = 0;
-        if (x->state == EXEC_HELD) {
+        if (x->stage == STAGE_HELD) {
             w->stats.dropped_held++;
             execs_remove(&w->execs, x, false);
         }

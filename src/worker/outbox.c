@@ -18,9 +18,9 @@ void outbox_free(outbox_t *o)
         outbox_msg_free(m);
 }
 
-outbox_msg_t *outbox_msg_new(outbox_kind_t kind, int64_t execution_id, int attempt,
-                             msg_type_t type, const char *message_id, const char *routing_key,
-                             char *body, size_t body_len)
+outbox_msg_t *outbox_msg_new(outbox_kind_t kind, int64_t execution_id, int attempt, msg_type_t type,
+                             const char *message_id, const char *routing_key, char *body,
+                             size_t body_len)
 {
     outbox_msg_t *m = calloc(1, sizeof *m);
     if (!m) {

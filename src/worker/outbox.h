@@ -15,24 +15,24 @@ typedef enum { OUTBOX_RUNNING = 0, OUTBOX_COMPLETED } outbox_kind_t;
 
 typedef struct outbox_msg {
     struct outbox_msg *next;
-    outbox_kind_t kind;        /* what its confirmation settles */
+    outbox_kind_t kind; /* what its confirmation settles */
     int64_t execution_id;
     int attempt;
     msg_type_t type;
-    char message_id[40];       /* the same on every try, so the executor can tell a repeat */
+    char message_id[40]; /* the same on every try, so the executor can tell a repeat */
     char routing_key[160];
-    char *body;                /* owned */
+    char *body; /* owned */
     size_t body_len;
-    int tries;                 /* failed publishes so far */
-    int64_t queued_ms;         /* monotonic, when it was pushed */
+    int tries;         /* failed publishes so far */
+    int64_t queued_ms; /* monotonic, when it was pushed */
 } outbox_msg_t;
 
 typedef struct outbox {
     outbox_msg_t *head, *tail;
     size_t len, cap;
     backoff_t backoff;
-    bool failing;              /* the last publish failed and none succeeded since */
-    int64_t retry_at_ms;       /* while failing: no publish before this (monotonic) */
+    bool failing;        /* the last publish failed and none succeeded since */
+    int64_t retry_at_ms; /* while failing: no publish before this (monotonic) */
 } outbox_t;
 
 /* An outbox of at most cap messages, retrying after base_ms doubling up to max_ms. */
@@ -42,9 +42,9 @@ void outbox_free(outbox_t *o);
 
 /* A message owning body (malloc'd; taken over, also when NULL is returned for OOM). Freed by
  * outbox_msg_free(). */
-outbox_msg_t *outbox_msg_new(outbox_kind_t kind, int64_t execution_id, int attempt,
-                             msg_type_t type, const char *message_id, const char *routing_key,
-                             char *body, size_t body_len);
+outbox_msg_t *outbox_msg_new(outbox_kind_t kind, int64_t execution_id, int attempt, msg_type_t type,
+                             const char *message_id, const char *routing_key, char *body,
+                             size_t body_len);
 void outbox_msg_free(outbox_msg_t *m);
 
 /* Append m, which the outbox then owns. -1 when full: the caller keeps m. */

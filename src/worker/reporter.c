@@ -1,10 +1,11 @@
-/* The worker's reports: running statuses and completions through the outbox, and heartbeats. */
+/* Sends the worker's reports (bodies from report_msg.c): running statuses and completions through
+ * the outbox, and heartbeats. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "warren/log.h"
 #include "warren/version.h"
-#include "worker/report.h"
+#include "worker/report_msg.h"
 #include "worker/worker_internal.h"
 
 static void id_text(int64_t id, char *buf, size_t len)
@@ -29,8 +30,8 @@ static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t 
     /* Cannot happen while intake keeps room for every running execution's reports. */
     id_text(x->execution_id, id, sizeof id);
     w->stats.reports_lost++;
-    log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped",
-           "worker", w->id, "execution_id", id, "type", msg_type_name(type), NULL);
+    log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped", "worker",
+           w->id, "execution_id", id, "type", msg_type_name(type), NULL);
     outbox_msg_free(m);
     return -1;
 }
@@ -40,16 +41,16 @@ void reporter_running(worker_t *w, exec_t *x)
     char message_id[40];
     size_t len = 0;
     envelope_new_id(message_id, sizeof message_id);
-    report_running_t r = {
+    report_msg_running_t r = {
         .worker_id = w->id,
         .execution_id = x->execution_id,
         .attempt = x->attempt,
         .started_at = x->started_at,
         .trace_id = x->trace_id,
     };
-    char *body = report_running_body(&r, message_id, &len);
-    (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id, "execution.status",
-            body, len);
+    char *body = report_msg_running(&r, message_id, &len);
+    (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id,
+                  "execution.status", body, len);
 }
 
 void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at)
@@ -60,9 +61,9 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
     outbox_msg_free(outbox_take_unsent_running(&w->outbox, x->execution_id, x->attempt));
     char message_id[40], id[24];
     size_t len = 0;
-    report_result_fate_t fate;
+    report_msg_fate_t fate;
     envelope_new_id(message_id, sizeof message_id);
-    report_completion_t c = {
+    report_msg_completion_t c = {
         .worker_id = w->id,
         .execution_id = x->execution_id,
         .attempt = x->attempt,
@@ -78,17 +79,17 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
         .duration_ms = r->duration_ms,
         .trace_id = x->trace_id,
     };
-    char *body = report_completion_body(&c, message_id, &len, &fate);
-    if (body && fate != REPORT_RESULT_KEPT) {
+    char *body = report_msg_completion(&c, message_id, &len, &fate);
+    if (body && fate != REPORT_MSG_RESULT_KEPT) {
         id_text(x->execution_id, id, sizeof id);
         log_kv(LOG_WARN,
-               fate == REPORT_RESULT_TOO_DEEP
+               fate == REPORT_MSG_RESULT_TOO_DEEP
                    ? "result nests too deep for a message: sent as text under \"output\""
                    : "result too large for a message: cut, sent as text under \"output\"",
                "worker", w->id, "execution_id", id, NULL);
     }
-    if (enqueue(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id,
-                "execution.completed", body, len) != 0) {
+    if (enqueue(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id, "execution.completed",
+                body, len) != 0) {
         /* Nothing will ever confirm a completion now: settle the dispatch here so it does not
          * hold a prefetch slot forever. The loss is logged and counted (reports_lost). */
         id_text(x->execution_id, id, sizeof id);
@@ -98,7 +99,7 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
 }
 
 /* The message for m; id (24 bytes) holds the execution id text it points at. */
-static mq_message_t report_message(const worker_t *w, const outbox_msg_t *m, char *id)
+static mq_message_t message_of(const worker_t *w, const outbox_msg_t *m, char *id)
 {
     id_text(m->execution_id, id, 24);
     return (mq_message_t){
@@ -120,8 +121,9 @@ static void ack_dispatch(worker_t *w, exec_t *x, const char *id)
 {
     for (size_t i = 0; i < x->n_tags; i++)
         if (mq_ack(w->consumer, x->tags[i], false) != MQ_OK)
-            log_kv(LOG_INFO, "ack not sent; the broker requeued the dispatch (its redelivery is "
-                             "acked without running it again)",
+            log_kv(LOG_INFO,
+                   "ack not sent; the broker requeued the dispatch (its redelivery is "
+                   "acked without running it again)",
                    "worker", w->id, "execution_id", id, NULL);
     x->n_tags = 0;
 }
@@ -161,8 +163,8 @@ static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
     id_text(m->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, delay);
     snprintf(tries, sizeof tries, "%d", m->tries);
-    log_kv(LOG_WARN, "report not confirmed; retrying", "worker", w->id, "execution_id", id,
-           "type", msg_type_name(m->type), "status", mq_status_name(status), "error",
+    log_kv(LOG_WARN, "report not confirmed; retrying", "worker", w->id, "execution_id", id, "type",
+           msg_type_name(m->type), "status", mq_status_name(status), "error",
            mq_last_error(w->publisher), "tries", tries, "retry_in_ms", ms, NULL);
     (void)evloop_arm(&w->ev_retry, delay);
 }
@@ -198,7 +200,7 @@ void reporter_flush(worker_t *w)
     while ((m = outbox_due(&w->outbox, now_mono_ms())) != NULL) {
         size_t n = 0;
         for (; m && n < FLUSH_BATCH; m = m->next, n++)
-            msgs[n] = report_message(w, m, ids[n]);
+            msgs[n] = message_of(w, m, ids[n]);
         if (mq_publish_batch(w->publisher, msgs, n, results) == MQ_OK) {
             for (size_t i = 0; i < n; i++)
                 confirmed(w);
@@ -221,7 +223,7 @@ void reporter_heartbeat(worker_t *w, const char *status)
     envelope_new_id(message_id, sizeof message_id);
     snprintf(key, sizeof key, "worker.heartbeat.%s", w->id);
     json_object *capabilities = runner_handlers(w->runner);
-    report_heartbeat_t h = {
+    report_msg_heartbeat_t h = {
         .worker_id = w->id,
         .status = status,
         .capabilities = capabilities,
@@ -232,7 +234,7 @@ void reporter_heartbeat(worker_t *w, const char *status)
         .version = WARREN_VERSION,
         .started_at = w->started_at,
     };
-    char *body = report_heartbeat_body(&h, message_id, &len);
+    char *body = report_msg_heartbeat(&h, message_id, &len);
     json_object_put(capabilities);
     mq_message_t msg = {
         .exchange = w->exchange,
@@ -255,9 +257,9 @@ void reporter_heartbeat(worker_t *w, const char *status)
         return;
     }
     w->stats.heartbeats_failed++;
-    log_kv(w->heartbeats_failing ? LOG_DEBUG : LOG_WARN, "heartbeat not published", "worker",
-           w->id, "status", status, "reason", built ? mq_status_name(rc) : "out of memory",
-           "error", mq_last_error(w->publisher), NULL);
+    log_kv(w->heartbeats_failing ? LOG_DEBUG : LOG_WARN, "heartbeat not published", "worker", w->id,
+           "status", status, "reason", built ? mq_status_name(rc) : "out of memory", "error",
+           mq_last_error(w->publisher), NULL);
     w->heartbeats_failing = true;
 }
 
@@ -269,10 +271,11 @@ void reporter_give_up(worker_t *w)
         id_text(m->execution_id, id, sizeof id);
         snprintf(tries, sizeof tries, "%d", m->tries);
         w->stats.reports_lost++;
-        log_kv(LOG_ERROR, "report never confirmed; given up at exit (the executor's monitor "
-                          "settles the execution)",
-               "worker", w->id, "execution_id", id, "type", msg_type_name(m->type), "tries",
-               tries, NULL);
+        log_kv(LOG_ERROR,
+               "report never confirmed; given up at exit (the executor's monitor "
+               "settles the execution)",
+               "worker", w->id, "execution_id", id, "type", msg_type_name(m->type), "tries", tries,
+               NULL);
         outbox_msg_free(m);
     }
 }

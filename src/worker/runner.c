@@ -17,9 +17,9 @@
 #include "worker/runner.h"
 
 #define READ_CHUNK 65536
-#define READS_PER_WAKEUP 16   /* bound one stream's turn so other events are served */
-#define DRAIN_MAX_READS 256   /* after exit: at most this many reads per stream */
-#define SWEEP_INTERVAL_S 1    /* reap check in case a SIGCHLD was lost */
+#define READS_PER_WAKEUP 16 /* bound one stream's turn so other events are served */
+#define DRAIN_MAX_READS 256 /* after exit: at most this many reads per stream */
+#define SWEEP_INTERVAL_S 1  /* reap check in case a SIGCHLD was lost */
 #define HANDLER_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
 
 /*
@@ -40,8 +40,8 @@ typedef struct job {
     void *arg;
     int64_t started_ms;
     job_state_t state;
-    pid_t pid;                        /* 0 for in-process handlers; also the process group */
-    int in_fd, out_fd, err_fd;        /* parent ends, -1 once closed */
+    pid_t pid;                 /* 0 for in-process handlers; also the process group */
+    int in_fd, out_fd, err_fd; /* parent ends, -1 once closed */
     char *params;
     size_t params_len, params_off;
     struct event *ev_in, *ev_out, *ev_err, *ev_timer, *ev_done;
@@ -60,9 +60,9 @@ struct runner {
     char *handlers_dir;
     size_t max_output_bytes, stderr_tail_bytes;
     int kill_grace_s, default_timeout_s;
-    handlers_t *handlers;             /* in-process handlers */
+    handlers_t *handlers; /* in-process handlers */
     struct event *ev_sigchld, *ev_sweep;
-    job_t *jobs;                      /* every job whose done_cb has not been called */
+    job_t *jobs; /* every job whose done_cb has not been called */
     size_t running;
 };
 
@@ -177,8 +177,8 @@ static void job_fail(job_t *j, const char *error)
 static void job_set_result(job_t *j)
 {
     bool oom;
-    j->result_json = capture_result_json(j->out.buf ? j->out.buf : "", j->out.len,
-                                         j->out.truncated, j->outcome == RUNNER_COMPLETED, &oom);
+    j->result_json = capture_result_json(j->out.buf ? j->out.buf : "", j->out.len, j->out.truncated,
+                                         j->outcome == RUNNER_COMPLETED, &oom);
     if (oom)
         log_job(LOG_ERROR, "result dropped", j, "error", "out of memory");
 }
@@ -357,8 +357,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
         log_job(LOG_WARN, "handler ignored SIGTERM", j, "signal", "SIGKILL");
         kill(-j->pid, SIGKILL);
         break;
-    case JOB_DONE:
-        break;
+    case JOB_DONE: break;
     }
 }
 
@@ -404,8 +403,7 @@ static int job_open_pipes(job_t *j, int child[3])
 /* The handler gets its pipes as 0-2 and no other descriptor (whatever a library opened
  * without O_CLOEXEC, the broker socket included), a process group of its own, an empty signal
  * mask and default dispositions (the worker ignores SIGPIPE; ignored signals survive exec). */
-static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr,
-                       const int child[3])
+static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, const int child[3])
 {
     sigset_t none, all;
     sigemptyset(&none);
@@ -609,8 +607,7 @@ static int runner_check_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
-runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err,
-                     size_t errlen)
+runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err, size_t errlen)
 {
     if (runner_check_dir(opts->handlers_dir, err, errlen) < 0)
         return NULL;

@@ -25,11 +25,11 @@
 typedef struct runner runner_t;
 
 typedef struct runner_opts {
-    const char *handlers_dir;  /* copied */
-    size_t max_output_bytes;   /* stdout kept; the rest is read and dropped */
-    size_t stderr_tail_bytes;  /* last bytes of stderr kept */
-    int kill_grace_s;          /* SIGTERM -> SIGKILL delay */
-    int default_timeout_s;     /* for jobs with timeout_s <= 0; <= 0 means no limit */
+    const char *handlers_dir; /* copied */
+    size_t max_output_bytes;  /* stdout kept; the rest is read and dropped */
+    size_t stderr_tail_bytes; /* last bytes of stderr kept */
+    int kill_grace_s;         /* SIGTERM -> SIGKILL delay */
+    int default_timeout_s;    /* for jobs with timeout_s <= 0; <= 0 means no limit */
 } runner_opts_t;
 
 typedef enum { RUNNER_COMPLETED = 0, RUNNER_FAILED, RUNNER_TIMEOUT } runner_outcome_t;
@@ -37,10 +37,10 @@ typedef enum { RUNNER_COMPLETED = 0, RUNNER_FAILED, RUNNER_TIMEOUT } runner_outc
 typedef struct runner_job {
     int64_t execution_id;
     const char *action_ref;
-    const char *params_json;   /* NULL or params_len 0 means "{}" */
+    const char *params_json; /* NULL or params_len 0 means "{}" */
     size_t params_len;
     int attempt;
-    int timeout_s;             /* <= 0: opts.default_timeout_s */
+    int timeout_s; /* <= 0: opts.default_timeout_s */
 } runner_job_t;
 
 /*
@@ -51,15 +51,15 @@ typedef struct runner_result {
     int64_t execution_id;
     const char *action_ref;
     runner_outcome_t outcome;
-    int exit_code;             /* the handler's exit code (or run() return); -1 when none */
-    int signal;                /* signal that ended the process, 0 when none */
-    const char *result_json;   /* JSON text: parsed stdout, or {"output": "..."} for other
+    int exit_code;           /* the handler's exit code (or run() return); -1 when none */
+    int signal;              /* signal that ended the process, 0 when none */
+    const char *result_json; /* JSON text: parsed stdout, or {"output": "..."} for other
                                   text; "{}" when a completed handler printed nothing; NULL when
                                   a failed or timed-out handler printed nothing */
-    const char *stderr_tail;   /* "" when none; always valid UTF-8 */
-    bool truncated;            /* stdout went past max_output_bytes */
+    const char *stderr_tail; /* "" when none; always valid UTF-8 */
+    bool truncated;          /* stdout went past max_output_bytes */
     int64_t duration_ms;
-    const char *error;         /* why it failed or timed out; NULL when completed */
+    const char *error; /* why it failed or timed out; NULL when completed */
 } runner_result_t;
 
 /* Called exactly once per started job, from the event loop, never from inside runner_start().
@@ -71,8 +71,7 @@ typedef void (*runner_done_cb)(const runner_result_t *result, void *arg);
  * modules in opts->handlers_dir, logging and skipping modules it rejects. NULL with the reason
  * in err when it cannot start. The caller frees it with runner_free().
  */
-runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err,
-                     size_t errlen);
+runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err, size_t errlen);
 /* Kills every running handler group with SIGKILL, reaps the processes and frees the runner.
  * done_cb is not called for those jobs. */
 void runner_free(runner_t *r);
@@ -89,8 +88,8 @@ json_object *runner_handlers(const runner_t *r);
  * job produces exactly one result. Returns -1 (done_cb never called) only when memory or the
  * loop fail, with the reason in err.
  */
-int runner_start(runner_t *r, const runner_job_t *job, runner_done_cb done_cb, void *arg,
-                 char *err, size_t errlen) WARN_UNUSED;
+int runner_start(runner_t *r, const runner_job_t *job, runner_done_cb done_cb, void *arg, char *err,
+                 size_t errlen) WARN_UNUSED;
 
 /* Jobs started whose done_cb has not run yet. */
 size_t runner_running(const runner_t *r);

@@ -25,8 +25,8 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 static int watch(worker_t *w)
 {
     unwatch(w);
-    if (event_assign(&w->ev_consume, w->base, mq_fd(w->consumer), EV_READ | EV_PERSIST,
-                     on_readable, w) != 0 ||
+    if (event_assign(&w->ev_consume, w->base, mq_fd(w->consumer), EV_READ | EV_PERSIST, on_readable,
+                     w) != 0 ||
         event_add(&w->ev_consume, NULL) != 0)
         return -1;
     w->consuming = true;
@@ -117,8 +117,8 @@ static void subscriber_ended(worker_t *w, int status)
     char ms[24];
     snprintf(ms, sizeof ms, "%lld", (long long)delay);
     log_kv(LOG_WARN, "consumer lost; subscribing again", "worker", w->id, "queue", w->queue,
-           "reason", mq_status_name(status), "error", mq_last_error(w->consumer), "retry_in_ms",
-           ms, NULL);
+           "reason", mq_status_name(status), "error", mq_last_error(w->consumer), "retry_in_ms", ms,
+           NULL);
     subscriber_start_later(w, delay);
 }
 

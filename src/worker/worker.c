@@ -23,17 +23,30 @@ static void stats_log(worker_t *w, const char *msg)
 {
     const worker_stats_t *s = &w->stats;
     const uint64_t n[] = {
-        runner_running(w->runner), execs_count(&w->execs, EXEC_HELD), w->outbox.len,
-        s->deliveries, s->started, s->completed, s->failed, s->timed_out, s->rejected,
-        s->duplicates, s->requeued, s->dropped_held, s->publish_retries, s->reports_lost,
-        s->heartbeats_failed, s->resubscribes, s->abandoned,
+        runner_running(w->runner),
+        execs_count(&w->execs, STAGE_HELD),
+        w->outbox.len,
+        s->deliveries,
+        s->started,
+        s->completed,
+        s->failed,
+        s->timed_out,
+        s->rejected,
+        s->duplicates,
+        s->requeued,
+        s->dropped_held,
+        s->publish_retries,
+        s->reports_lost,
+        s->heartbeats_failed,
+        s->resubscribes,
+        s->abandoned,
     };
     char v[sizeof n / sizeof n[0]][24];
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
         snprintf(v[i], sizeof v[i], "%" PRIu64, n[i]);
     log_kv(LOG_INFO, msg, "worker", w->id, "running", v[0], "held", v[1], "outbox", v[2],
-           "deliveries", v[3], "started", v[4], "completed", v[5], "failed", v[6], "timeout",
-           v[7], "rejected", v[8], "duplicates", v[9], "requeued", v[10], "dropped_held", v[11],
+           "deliveries", v[3], "started", v[4], "completed", v[5], "failed", v[6], "timeout", v[7],
+           "rejected", v[8], "duplicates", v[9], "requeued", v[10], "dropped_held", v[11],
            "publish_retries", v[12], "reports_lost", v[13], "heartbeats_failed", v[14],
            "resubscribes", v[15], "abandoned", v[16], NULL);
 }
@@ -275,9 +288,8 @@ static int run(const worker_opts_t *opts)
     } else {
         char n[16];
         snprintf(n, sizeof n, "%d", opts->max_concurrency);
-        log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue,
-               "max_concurrency", n, "handlers_dir", opts->runner.handlers_dir, "host", w->host,
-               NULL);
+        log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue, "max_concurrency",
+               n, "handlers_dir", opts->runner.handlers_dir, "host", w->host, NULL);
         subscriber_start_later(w, 0);
         if (w->phase != PHASE_DONE)
             event_base_dispatch(w->base);
@@ -296,13 +308,11 @@ static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *
         .max_concurrency = cfg->worker.max_concurrency,
         .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
         .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
-        .runner = {
-            .handlers_dir = cfg->worker.handlers_dir,
-            .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
-            .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
-            .kill_grace_s = cfg->worker.kill_grace_s,
-            .default_timeout_s = cfg->worker.default_timeout_s,
-        },
+        .runner = {.handlers_dir = cfg->worker.handlers_dir,
+                   .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
+                   .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
+                   .kill_grace_s = cfg->worker.kill_grace_s,
+                   .default_timeout_s = cfg->worker.default_timeout_s},
     };
 }
 

@@ -15,11 +15,11 @@
 #define WORKER_STDERR_TAIL_BYTES 8192
 
 typedef struct worker_opts {
-    const char *id;                  /* valid worker id (ids_worker_valid) */
-    const warren_config_t *cfg;      /* broker connection, breaker and topology; borrowed */
-    int max_concurrency;             /* executions at once; also the consumer prefetch */
+    const char *id;             /* valid worker id (ids_worker_valid) */
+    const warren_config_t *cfg; /* broker connection, breaker and topology; borrowed */
+    int max_concurrency;        /* executions at once; also the consumer prefetch */
     int heartbeat_interval_s;
-    int shutdown_timeout_s;          /* first SIGTERM: wait this long for running executions */
+    int shutdown_timeout_s; /* first SIGTERM: wait this long for running executions */
     runner_opts_t runner;
 } worker_opts_t;
 

@@ -22,17 +22,17 @@ typedef enum { PHASE_RUNNING = 0, PHASE_DRAINING, PHASE_DONE } worker_phase_t;
 
 /* Counters for the stats log line (one place, see STYLE.md rule 8). */
 typedef struct worker_stats {
-    uint64_t deliveries;       /* dispatches received */
+    uint64_t deliveries; /* dispatches received */
     uint64_t started, completed, failed, timed_out;
-    uint64_t rejected;         /* nacked without requeue: dead-lettered */
-    uint64_t duplicates;       /* redeliveries of executions already here: not run again */
-    uint64_t requeued;         /* nacked with requeue while shutting down */
-    uint64_t dropped_held;     /* accepted, not started, channel lost: the broker requeued them */
-    uint64_t publish_retries;  /* failed status/completion publishes, retried */
-    uint64_t reports_lost;     /* statuses/completions never confirmed (given up at exit) */
+    uint64_t rejected;        /* nacked without requeue: dead-lettered */
+    uint64_t duplicates;      /* redeliveries of executions already here: not run again */
+    uint64_t requeued;        /* nacked with requeue while shutting down */
+    uint64_t dropped_held;    /* accepted, not started, channel lost: the broker requeued them */
+    uint64_t publish_retries; /* failed status/completion publishes, retried */
+    uint64_t reports_lost;    /* statuses/completions never confirmed (given up at exit) */
     uint64_t heartbeats_failed;
     uint64_t resubscribes;
-    uint64_t abandoned;        /* handlers killed by an immediate exit, never reported */
+    uint64_t abandoned; /* handlers killed by an immediate exit, never reported */
 } worker_stats_t;
 
 typedef struct worker {
@@ -41,29 +41,29 @@ typedef struct worker {
     char queue[256];
     char host[256];
     char started_at[40];
-    const char *exchange;            /* where everything is published */
+    const char *exchange; /* where everything is published */
     struct event_base *base;
     runner_t *runner;
-    mq_client_t *consumer;           /* consumes (prefetch = max_concurrency), acks */
-    mq_client_t *publisher;          /* confirmed publishes: confirm waits never read deliveries */
+    mq_client_t *consumer;  /* consumes (prefetch = max_concurrency), acks */
+    mq_client_t *publisher; /* confirmed publishes: confirm waits never read deliveries */
     worker_phase_t phase;
     int exit_code;
     /* consuming */
-    struct event ev_consume;         /* readable on the consumer socket; added while consuming */
-    struct event ev_subscribe;       /* one-shot: declare and consume (again) */
+    struct event ev_consume;   /* readable on the consumer socket; added while consuming */
+    struct event ev_subscribe; /* one-shot: declare and consume (again) */
     backoff_t subscribe_backoff;
     bool consuming;
     /* executions and their reports */
     execs_t execs;
     outbox_t outbox;
-    struct event ev_retry;           /* one-shot: next outbox try */
-    struct event ev_kick;            /* worker_kick_soon: once per loop iteration */
+    struct event ev_retry; /* one-shot: next outbox try */
+    struct event ev_kick;  /* worker_kick_soon: once per loop iteration */
     bool kicking, kick_again;
     /* timers and signals */
     struct event ev_pump, ev_heartbeat, ev_stats, ev_deadline;
     evloop_signals_t signals;
-    bool terminated;                 /* the drain deadline passed: handlers were told to stop */
-    bool heartbeats_failing;         /* the last heartbeat was not published */
+    bool terminated;         /* the drain deadline passed: handlers were told to stop */
+    bool heartbeats_failing; /* the last heartbeat was not published */
     worker_stats_t stats;
 } worker_t;
 

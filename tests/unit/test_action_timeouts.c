@@ -14,7 +14,7 @@ static void test_lookup(void **state)
     assert_int_equal(action_timeouts_lookup(spec, "core.sleep"), 60);
     assert_int_equal(action_timeouts_lookup(spec, "reports.build"), 3600);
     assert_int_equal(action_timeouts_lookup(spec, "x"), 1);
-    assert_int_equal(action_timeouts_lookup(spec, "core"), 0);       /* no prefix match */
+    assert_int_equal(action_timeouts_lookup(spec, "core"), 0); /* no prefix match */
     assert_int_equal(action_timeouts_lookup(spec, "core.sleepy"), 0);
     assert_int_equal(action_timeouts_lookup("", "core.sleep"), 0);
     assert_int_equal(action_timeouts_lookup(NULL, "core.sleep"), 0);
@@ -40,10 +40,10 @@ static void expect_refused(const char *spec, const char *entry)
 static void test_check_refuses(void **state)
 {
     (void)state;
-    expect_refused("core.sleep", "'core.sleep'");             /* no '=' */
-    expect_refused("a=1,=5", "'=5'");                          /* no action */
-    expect_refused("a=0", "'a=0'");                            /* below 1 */
-    expect_refused("a=604801", "'a=604801'");                  /* above 7 days */
+    expect_refused("core.sleep", "'core.sleep'"); /* no '=' */
+    expect_refused("a=1,=5", "'=5'");             /* no action */
+    expect_refused("a=0", "'a=0'");               /* below 1 */
+    expect_refused("a=604801", "'a=604801'");     /* above 7 days */
     expect_refused("a=1x", "'a=1x'");
     expect_refused("a=", "'a='");
     expect_refused("a b=1", "'a b=1'");

@@ -27,8 +27,8 @@ static void least_loaded_by_ratio_then_count_then_order(void **state)
         {.id = "b", .capabilities = echo_only, .n_capabilities = 1, .capacity = 10, .in_flight = 4},
         {.id = "c", .capabilities = echo_only, .n_capabilities = 1, .capacity = 4, .in_flight = 0},
     };
-    assign_job_t jobs[] = {job("echo", NULL), job("echo", NULL), job("echo", NULL), job("echo", NULL),
-                           job("echo", NULL)};
+    assign_job_t jobs[] = {job("echo", NULL), job("echo", NULL), job("echo", NULL),
+                           job("echo", NULL), job("echo", NULL)};
     assign_batch(w, 3, jobs, 5);
     /* loads a 1/2, b 4/10, c 0/4 -> c (0); then c 1/4 = 0.25 -> c; 2/4 = 0.5 vs b 0.4 -> b;
      * then b 5/10 = a 1/2 = c 2/4: fewer in flight wins -> a (1); then a 2/2 full, b 0.5 = c 0.5,

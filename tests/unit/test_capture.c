@@ -122,9 +122,12 @@ static void test_result_wraps_other_text(void **state)
 static void test_result_strict_json_only(void **state)
 {
     static const char *const rejected[] = {
-        "NaN", "-Infinity", "1.", ".5", "01", "+1", "1e", "[1,]", "{\"a\":1,}", "{\"a\" 1}",
-        "\"a\tb\"", "\"\\x41\"", "\"\\u0000\"", "\"\\ud800\"", "\"\\udc00\"",
-        "\"\\ud800\\u0041\"", "\"\\u12G4\"", "tru", "nul", "[", "\"open", "{\"a\"}", "{1:2}",
+        "NaN",         "-Infinity",   "1.",          ".5",
+        "01",          "+1",          "1e",          "[1,]",
+        "{\"a\":1,}",  "{\"a\" 1}",   "\"a\tb\"",    "\"\\x41\"",
+        "\"\\u0000\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"",
+        "\"\\u12G4\"", "tru",         "nul",         "[",
+        "\"open",      "{\"a\"}",     "{1:2}",
     };
     for (size_t i = 0; i < sizeof rejected / sizeof *rejected; i++) {
         char *r = result(rejected[i], false, true);
@@ -132,8 +135,15 @@ static void test_result_strict_json_only(void **state)
         free(r);
     }
     static const char *const accepted[] = {
-        "-0", "1.5e-3", "0E+2", "[]", "{}", "[null,true,false]", "\"\\ud83d\\ude00 \\/\\n\"",
-        "{\"a\":{\"b\":[{}]}}", "\"\xE2\x82\xAC\"",
+        "-0",
+        "1.5e-3",
+        "0E+2",
+        "[]",
+        "{}",
+        "[null,true,false]",
+        "\"\\ud83d\\ude00 \\/\\n\"",
+        "{\"a\":{\"b\":[{}]}}",
+        "\"\xE2\x82\xAC\"",
     };
     for (size_t i = 0; i < sizeof accepted / sizeof *accepted; i++) {
         assert_result(accepted[i], false, accepted[i]);

@@ -19,8 +19,9 @@ static void test_parse_int64(void **state)
     assert_int_equal(cli_parse_int64("9223372036854775807", 1, INT64_MAX, &v), 0);
     assert_true(v == INT64_MAX);
     v = -7;
-    const char *bad[] = {"", " 42", "+42", "42 ", "42s", "4.2", "0x10", "abc", "0", "101",
-                         "9223372036854775808", "-1"};
+    const char *bad[] = {
+        "",  " 42", "+42", "42 ", "42s", "4.2", "0x10", "abc", "0", "101", "9223372036854775808",
+        "-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(cli_parse_int64(bad[i], 1, 100, &v), -1);
     assert_int_equal(v, -7); /* untouched on failure */
@@ -80,7 +81,8 @@ static void test_statuses(void **state)
     assert_false(cli_status_terminal("bogus"));
     assert_string_equal(cli_status_list(), "requested, scheduling, scheduled, running, canceling, "
                                            "completed, failed, cancelled, timeout, abandoned");
-    assert_string_equal(cli_status_final_list(), "completed, failed, cancelled, timeout, abandoned");
+    assert_string_equal(cli_status_final_list(),
+                        "completed, failed, cancelled, timeout, abandoned");
 }
 
 static void test_durations(void **state)
@@ -90,10 +92,9 @@ static void test_durations(void **state)
         double s;
         const char *want;
     } cases[] = {
-        {0, "0ms"},          {0.0421, "42ms"},    {0.999, "999ms"},   {1, "1.0s"},
-        {12.36, "12.3s"},    {59.99, "59.9s"},    {60, "1m00s"},      {245.7, "4m05s"},
-        {3599, "59m59s"},    {3600, "1h00m"},     {7620, "2h07m"},    {86399, "23h59m"},
-        {86400, "1d00h"},    {273600, "3d04h"},   {-0.5, "-"},
+        {0, "0ms"},       {0.0421, "42ms"},  {0.999, "999ms"}, {1, "1.0s"},       {12.36, "12.3s"},
+        {59.99, "59.9s"}, {60, "1m00s"},     {245.7, "4m05s"}, {3599, "59m59s"},  {3600, "1h00m"},
+        {7620, "2h07m"},  {86399, "23h59m"}, {86400, "1d00h"}, {273600, "3d04h"}, {-0.5, "-"},
     };
     char buf[32];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

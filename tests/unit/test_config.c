@@ -166,19 +166,23 @@ static void test_unknown_key(void **state)
 static void test_wrong_type(void **state)
 {
     (void)state;
-    expect_file_error("\nworker = { max_concurrency = \"four\"; };\n",
-                      (const char *[]){":2:", "worker.max_concurrency", "expected an integer", "string", NULL});
+    expect_file_error(
+        "\nworker = { max_concurrency = \"four\"; };\n",
+        (const char *[]){":2:", "worker.max_concurrency", "expected an integer", "string", NULL});
     expect_file_error("message_queue = { rabbitmq = { dead_letter = { enabled = 1; }; }; };\n",
                       (const char *[]){"dead_letter.enabled", "boolean", NULL});
-    expect_file_error("database = { url = 5; };\n", (const char *[]){"database.url", "string", NULL});
-    expect_file_error("log = { level = { x = 1; }; };\n", (const char *[]){"log.level", "group", NULL});
+    expect_file_error("database = { url = 5; };\n",
+                      (const char *[]){"database.url", "string", NULL});
+    expect_file_error("log = { level = { x = 1; }; };\n",
+                      (const char *[]){"log.level", "group", NULL});
 }
 
 static void test_out_of_bounds(void **state)
 {
     (void)state;
-    expect_file_error("worker = { max_concurrency = 0; };\n",
-                      (const char *[]){"worker.max_concurrency", "out of bounds", "[1, 1024]", NULL});
+    expect_file_error(
+        "worker = { max_concurrency = 0; };\n",
+        (const char *[]){"worker.max_concurrency", "out of bounds", "[1, 1024]", NULL});
     expect_file_error("circuit_breaker = { messaging = { failure_threshold = 100000; }; };\n",
                       (const char *[]){"failure_threshold", "out of bounds", NULL});
     expect_file_error("message_queue = { rabbitmq = { worker_queue_ttl_ms = 99999999999L; }; };\n",
@@ -225,9 +229,11 @@ static void test_bad_env(void **state)
     expect_env_error("WARREN__NO__SUCH_KEY", "1", "unknown key");
     expect_env_error("WARREN__WORKER__MAX_CONCURRENCY", "12abc", "expected an integer");
     expect_env_error("WARREN__WORKER__MAX_CONCURRENCY", "0", "out of bounds");
-    expect_env_error("WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__ENABLED", "maybe", "true or false");
+    expect_env_error("WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__ENABLED", "maybe",
+                     "true or false");
     expect_env_error("WARREN__LOG__FORMAT", "xml", "auto|json|text");
-    expect_env_error("WARREN__WORKER__ACTION_TIMEOUTS", "core.sleep=60,oops", "'oops' is not action=seconds");
+    expect_env_error("WARREN__WORKER__ACTION_TIMEOUTS", "core.sleep=60,oops",
+                     "'oops' is not action=seconds");
 }
 
 static void expect_mask(const char *in, const char *want)
@@ -243,7 +249,8 @@ static void test_mask_url(void **state)
 {
     (void)state;
     expect_mask("amqp://guest:secret@127.0.0.1:5672/%2f", "amqp://guest:****@127.0.0.1:5672/%2f");
-    expect_mask("postgresql://postgres@127.0.0.1:5432/warren", "postgresql://postgres@127.0.0.1:5432/warren");
+    expect_mask("postgresql://postgres@127.0.0.1:5432/warren",
+                "postgresql://postgres@127.0.0.1:5432/warren");
     expect_mask("amqps://u:s@h/v", "amqps://u:****@h/v");
     expect_mask("http://admin:pw@127.0.0.1:15672", "http://admin:****@127.0.0.1:15672");
     expect_mask("https://admin:pw@h/api", "https://admin:****@h/api");
@@ -257,7 +264,8 @@ static void test_mask_url(void **state)
     expect_mask("amqp://u:pa/ss@h:5672/%2f", "amqp://u:****@h:5672/%2f");
     expect_mask("amqp://u:p?ss#x@h/v", "amqp://u:****@h/v");
     expect_mask("amqp://u:p@ss@h/v", "amqp://u:****@h/v");
-    expect_mask("postgresql://u:pw@h/db?application_name=a@b", "postgresql://u:****@h/db?application_name=a@b");
+    expect_mask("postgresql://u:pw@h/db?application_name=a@b",
+                "postgresql://u:****@h/db?application_name=a@b");
     /* no password: nothing to hide */
     expect_mask("amqp://h:5672/v", "amqp://h:5672/v");
     expect_mask("", "");
@@ -368,7 +376,8 @@ static void expect_int_accepted(const cfg_key_t *k, long long v)
     snprintf(value, sizeof value, "%lld", v);
     nested_setting(k->path, value, text, sizeof text);
     if (load_text(&cfg, text, err, sizeof err) != 0 || field_value(&cfg, k) != v)
-        fail_msg("%s = %s from a file: error '%s', stored %lld", k->path, value, err, field_value(&cfg, k));
+        fail_msg("%s = %s from a file: error '%s', stored %lld", k->path, value, err,
+                 field_value(&cfg, k));
     cfg_free(&cfg);
     cfg_env_name(k->path, name, sizeof name);
     setenv(name, value, 1);
@@ -413,10 +422,12 @@ static void test_int_keys_bounds(void **state)
 static void test_wide_literals(void **state)
 {
     (void)state;
-    expect_file_error("executor = { batch_size = 4294967396; };\n",
-                      (const char *[]){":1: executor.batch_size: 4294967396 is out of bounds", NULL});
-    expect_file_error("worker = { max_concurrency = 4294967297; };\n",
-                      (const char *[]){"worker.max_concurrency: 4294967297 is out of bounds", NULL});
+    expect_file_error(
+        "executor = { batch_size = 4294967396; };\n",
+        (const char *[]){":1: executor.batch_size: 4294967396 is out of bounds", NULL});
+    expect_file_error(
+        "worker = { max_concurrency = 4294967297; };\n",
+        (const char *[]){"worker.max_concurrency: 4294967297 is out of bounds", NULL});
     expect_file_error("executor = { batch_size = 99999999999; };\n",
                       (const char *[]){"executor.batch_size: 99999999999 is out of bounds", NULL});
     expect_file_error("executor = { batch_size = 0x100000064; };\n",
@@ -425,20 +436,24 @@ static void test_wide_literals(void **state)
                       (const char *[]){":2: 99999999999999999999 does not fit in 64 bits", NULL});
     expect_file_error("executor = { batch_size = 0x10000000000000000; };\n",
                       (const char *[]){"does not fit in 64 bits", NULL});
-    expect_file_error("message_queue = { rabbitmq = { dead_letter = { ttl_ms = 3000000000; }; }; };\n",
-                      (const char *[]){"dead_letter.ttl_ms: 3000000000 is out of bounds [1000, 2592000000]", NULL});
-    expect_file_error("@include \"/etc/passwd\"\n", (const char *[]){":1: @include is not supported", NULL});
+    expect_file_error(
+        "message_queue = { rabbitmq = { dead_letter = { ttl_ms = 3000000000; }; }; };\n",
+        (const char *[]){"dead_letter.ttl_ms: 3000000000 is out of bounds [1000, 2592000000]",
+                         NULL});
+    expect_file_error("@include \"/etc/passwd\"\n",
+                      (const char *[]){":1: @include is not supported", NULL});
 
     /* digits in strings, comments and names, floats, suffixed and negative literals keep their meaning */
     warren_config_t cfg;
     char err[512] = "";
-    int rc = load_text(&cfg,
-                       "# batch_size = 5000000000\n"
-                       "/* 4294967396 */ worker = { name = \"w-4294967396\\\"1\"; // 99999999999\n"
-                       "  max_concurrency = 0x10; kill_grace_s = +7; shutdown_timeout_s = 0; };\n"
-                       "message_queue = { rabbitmq = { dead_letter = { ttl_ms = 2592000000L; }; }; };\n"
-                       "executor = { batch_size = 300; };\n",
-                       err, sizeof err);
+    int rc = load_text(
+        &cfg,
+        "# batch_size = 5000000000\n"
+        "/* 4294967396 */ worker = { name = \"w-4294967396\\\"1\"; // 99999999999\n"
+        "  max_concurrency = 0x10; kill_grace_s = +7; shutdown_timeout_s = 0; };\n"
+        "message_queue = { rabbitmq = { dead_letter = { ttl_ms = 2592000000L; }; }; };\n"
+        "executor = { batch_size = 300; };\n",
+        err, sizeof err);
     if (rc != 0)
         fail_msg("%s", err);
     assert_string_equal(cfg.worker.name, "w-4294967396\"1");
@@ -447,8 +462,9 @@ static void test_wide_literals(void **state)
     assert_int_equal(cfg.executor.batch_size, 300);
     assert_true(cfg.rabbitmq.dead_letter.ttl_ms == 2592000000LL);
     cfg_free(&cfg);
-    expect_file_error("executor = { batch_size = 1.5; };\n",
-                      (const char *[]){"executor.batch_size: expected an integer, got a float", NULL});
+    expect_file_error(
+        "executor = { batch_size = 1.5; };\n",
+        (const char *[]){"executor.batch_size: expected an integer, got a float", NULL});
     expect_file_error("executor = { batch_size = -1; };\n",
                       (const char *[]){"executor.batch_size: -1 is out of bounds", NULL});
 }

@@ -74,7 +74,7 @@ static void test_mixed_multiple_keeps_first_outcome(void **state)
     confirm_tracker_t *t = *state;
     track_n(t, 6);
     confirm_on_nack(t, 2, false);
-    confirm_on_ack(t, 4, true); /* 1, 3, 4 acked; 2 stays nacked */
+    confirm_on_ack(t, 4, true);  /* 1, 3, 4 acked; 2 stays nacked */
     confirm_on_nack(t, 6, true); /* 5, 6 nacked; 4 stays acked */
     assert_int_equal(confirm_result(t, 1), CONFIRM_ACKED);
     assert_int_equal(confirm_result(t, 2), CONFIRM_NACKED);

@@ -262,7 +262,7 @@ static void test_invalid_utf8(void **state)
         "\xed\xa0\x80",     /* UTF-16 surrogate */
         "\xf4\x90\x80\x80", /* above U+10FFFF */
         "\xff",
-        "\xe2\x82",         /* cut short at end of string */
+        "\xe2\x82", /* cut short at end of string */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char buf[256];
@@ -336,7 +336,10 @@ static void test_deep_nesting(void **state)
 static void test_timestamp_forms(void **state)
 {
     (void)state;
-    static const struct { const char *text; int64_t us; } good[] = {
+    static const struct {
+        const char *text;
+        int64_t us;
+    } good[] = {
         {"2024-05-06T07:08:09Z", INT64_C(1714979289000000)},
         {"2024-05-06t07:08:09z", INT64_C(1714979289000000)},
         {"2024-05-06T07:08:09.123456789Z", INT64_C(1714979289123456)},

@@ -38,8 +38,8 @@ static void test_add_rejects(void **state)
     assert_string_equal(err, "future.so: handler ABI 99, this worker speaks ABI 1");
     assert_null(handlers_find(r, "x.future"));
 
-    warren_handler_t bad_ref = {.abi_version = WARREN_HANDLER_ABI, .action_ref = "../x",
-                                .run = dummy_run};
+    warren_handler_t bad_ref = {
+        .abi_version = WARREN_HANDLER_ABI, .action_ref = "../x", .run = dummy_run};
     assert_int_equal(handlers_add(r, &bad_ref, "bad.so", err, sizeof err), -1);
     assert_non_null(strstr(err, "invalid action_ref"));
 
@@ -47,13 +47,13 @@ static void test_add_rejects(void **state)
     assert_int_equal(handlers_add(r, &no_run, "norun.so", err, sizeof err), -1);
     assert_non_null(strstr(err, "no run function"));
 
-    warren_handler_t dup = {.abi_version = WARREN_HANDLER_ABI, .action_ref = "core.noop",
-                            .run = dummy_run};
+    warren_handler_t dup = {
+        .abi_version = WARREN_HANDLER_ABI, .action_ref = "core.noop", .run = dummy_run};
     assert_int_equal(handlers_add(r, &dup, "dup.so", err, sizeof err), -1);
     assert_non_null(strstr(err, "already registered"));
 
-    warren_handler_t ok = {.abi_version = WARREN_HANDLER_ABI, .action_ref = "x.ok",
-                           .run = dummy_run};
+    warren_handler_t ok = {
+        .abi_version = WARREN_HANDLER_ABI, .action_ref = "x.ok", .run = dummy_run};
     assert_int_equal(handlers_add(r, &ok, "ok.so", err, sizeof err), 0);
     assert_ptr_equal(handlers_find(r, "x.ok"), &ok);
     handlers_free(r);
@@ -75,8 +75,8 @@ static void test_exec_path_and_list(void **state)
     char dir[] = "/tmp/warren-registry-XXXXXX";
     assert_non_null(mkdtemp(dir));
     put_file(dir, "t.run", 0755);
-    put_file(dir, "t.plain", 0644);      /* not executable */
-    put_file(dir, "broken.so", 0755);    /* modules are never executed */
+    put_file(dir, "t.plain", 0644);   /* not executable */
+    put_file(dir, "broken.so", 0755); /* modules are never executed */
     put_file(dir, ".t.hidden", 0755);
     put_file(dir, "README.md", 0644);
     char sub[600];
@@ -92,8 +92,7 @@ static void test_exec_path_and_list(void **state)
                          -1);
         assert_non_null(strstr(err, "no handler for action"));
     }
-    assert_int_equal(handlers_exec_path(dir, ".t.hidden", path, sizeof path, err, sizeof err),
-                     -1);
+    assert_int_equal(handlers_exec_path(dir, ".t.hidden", path, sizeof path, err, sizeof err), -1);
     assert_non_null(strstr(err, "invalid action_ref"));
 
     handlers_t *r = handlers_new();

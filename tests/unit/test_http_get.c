@@ -33,8 +33,9 @@ static void test_url_parse(void **state)
     assert_string_equal(u.host, "::1");
     assert_string_equal(u.port, "8080");
 
-    static const char *const bad[] = {"https://h", "h:80", "http://", "http://h:", "http://h:80x",
-                                      "http://h:123456", "http://u%zz@h", "http://[::1"};
+    static const char *const bad[] = {"https://h",     "h:80",         "http://",
+                                      "http://h:",     "http://h:80x", "http://h:123456",
+                                      "http://u%zz@h", "http://[::1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (http_url_parse(bad[i], &u, err, sizeof err) == 0)
             fail_msg("'%s' accepted", bad[i]);
@@ -89,7 +90,8 @@ static void test_parse_response(void **state)
     const char *cut = "HTTP/1.1 200 OK\r\nContent-Length: 70\r\n\r\n{\"a\":1}";
     assert_int_equal(http_parse_response(cut, strlen(cut), &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "content-length says 70"));
-    const char *chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n{\"a\":1}\r\n0\r\n\r\n";
+    const char *chunked =
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n{\"a\":1}\r\n0\r\n\r\n";
     assert_int_equal(http_parse_response(chunked, strlen(chunked), &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "transfer-encoding chunked"));
     const char *junk = "SSH-2.0-OpenSSH\r\n\r\n";
@@ -208,12 +210,9 @@ static void test_get_connection_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_url_parse),
-        cmocka_unit_test(test_request_text),
-        cmocka_unit_test(test_parse_response),
-        cmocka_unit_test(test_get_against_local_server),
-        cmocka_unit_test(test_get_times_out),
-        cmocka_unit_test(test_get_connection_refused),
+        cmocka_unit_test(test_url_parse),      cmocka_unit_test(test_request_text),
+        cmocka_unit_test(test_parse_response), cmocka_unit_test(test_get_against_local_server),
+        cmocka_unit_test(test_get_times_out),  cmocka_unit_test(test_get_connection_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,15 +9,24 @@
 static void test_worker_ids(void **state)
 {
     (void)state;
-    static const char *const ok[] = {"w", "7", "worker-1", "node_1.eu-west", "A.b.C", "a-", "a_",
-                                     "0123456789012345678901234567890123456789012345678901234567890123"};
+    static const char *const ok[] = {
+        "w",        "7",
+        "worker-1", "node_1.eu-west",
+        "A.b.C",    "a-",
+        "a_",       "0123456789012345678901234567890123456789012345678901234567890123"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (!ids_worker_valid(ok[i]))
             fail_msg("'%s' refused", ok[i]);
     static const char *const bad[] = {
-        "", "-w", "_w", ".w", "w.", "a..b", "w*", "w#", "*", "#", "w/x", "w x", "w\tx", "w:1",
-        "w%2F", "caf\xc3\xa9", "w\n",
-        "01234567890123456789012345678901234567890123456789012345678901234", /* 65 */
+        "",     "-w",
+        "_w",   ".w",
+        "w.",   "a..b",
+        "w*",   "w#",
+        "*",    "#",
+        "w/x",  "w x",
+        "w\tx", "w:1",
+        "w%2F", "caf\xc3\xa9",
+        "w\n",  "01234567890123456789012345678901234567890123456789012345678901234", /* 65 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (ids_worker_valid(bad[i]))
@@ -32,8 +41,8 @@ static void test_action_refs(void **state)
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (!ids_action_ref_valid(ok[i]))
             fail_msg("'%s' refused", ok[i]);
-    static const char *const bad[] = {"", ".hidden", "..", "../bin/sh", "a/b", "echo;rm",
-                                      "echo x", "$(id)", "caf\xC3\xA9", "a\n"};
+    static const char *const bad[] = {"",        ".hidden", "..",    "../bin/sh",   "a/b",
+                                      "echo;rm", "echo x",  "$(id)", "caf\xC3\xA9", "a\n"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (ids_action_ref_valid(bad[i]))
             fail_msg("'%s' accepted", bad[i]);
@@ -54,15 +63,17 @@ static void test_execution_id_text(void **state)
     assert_int_equal(id, 42);
     assert_int_equal(ids_execution_id_parse("999999999999999999", 18, &id), 0);
     assert_int_equal(id, INT64_C(999999999999999999));
-    static const char *const bad[] = {"", "0", "042", "-1", "+1", " 1", "1 ", "1a", "4.5",
-                                      "1e3", "9999999999999999999"};
+    static const char *const bad[] = {
+        "", "0", "042", "-1", "+1", " 1", "1 ", "1a", "4.5", "1e3", "9999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         id = 7;
         if (ids_execution_id_parse(bad[i], strlen(bad[i]), &id) == 0)
             fail_msg("'%s' accepted", bad[i]);
         assert_int_equal(id, 7);
     }
-    assert_int_equal(ids_execution_id_parse("12\0" "3", 4, &id), -1); /* a NUL inside */
+    const char nul_inside[] = {'1', '2', '\0', '3'};
+    assert_int_equal(ids_execution_id_parse(nul_inside, sizeof nul_inside, &id),
+                     -1); /* a NUL inside */
 }
 
 int main(void)

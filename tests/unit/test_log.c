@@ -66,7 +66,8 @@ static void test_text_escapes(void **state)
     (void)state;
     capture(LOG_FORMAT_TEXT, emit_kv);
     assert_one_line(captured);
-    assert_non_null(strstr(captured, " warn  warren: connect failed\\n2024-01-01T00:00:00.000Z info  cli: all good "));
+    assert_non_null(strstr(
+        captured, " warn  warren: connect failed\\n2024-01-01T00:00:00.000Z info  cli: all good "));
     /* a value with spaces or '=' is quoted, so "fake=1" cannot pose as a field */
     assert_non_null(strstr(captured, " error=\"refused\\r\\nfake=1 \\x1b[2J\\x7f end\""));
     assert_non_null(strstr(captured, " path\\nx=a\\\\b "));

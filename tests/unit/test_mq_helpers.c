@@ -74,8 +74,10 @@ static void test_no_consumer_no_io(void **state)
 static void test_breaker_opens_and_fails_fast(void **state)
 {
     (void)state;
-    mq_options_t o = {.url = "amqp://guest:guest@127.0.0.1:1/", .breaker_failure_threshold = 2,
-                      .breaker_open_timeout_s = 60, .connect_timeout_ms = 500};
+    mq_options_t o = {.url = "amqp://guest:guest@127.0.0.1:1/",
+                      .breaker_failure_threshold = 2,
+                      .breaker_open_timeout_s = 60,
+                      .connect_timeout_ms = 500};
     mq_client_t *c = mq_new(&o);
     mq_message_t m = {.exchange = "", .routing_key = "q", .body = "{}", .body_len = 2};
     assert_int_equal(mq_publish(c, &m), MQ_ERR_CONNECTION); /* refused */
@@ -108,17 +110,20 @@ static void test_describe_reply(void **state)
     mq_describe_reply(r, buf, sizeof buf);
     assert_string_equal(buf, "ok");
 
-    r = (amqp_rpc_reply_t){.reply_type = AMQP_RESPONSE_LIBRARY_EXCEPTION, .library_error = AMQP_STATUS_TIMEOUT};
+    r = (amqp_rpc_reply_t){.reply_type = AMQP_RESPONSE_LIBRARY_EXCEPTION,
+                           .library_error = AMQP_STATUS_TIMEOUT};
     mq_describe_reply(r, buf, sizeof buf);
     assert_string_equal(buf, amqp_error_string2(AMQP_STATUS_TIMEOUT));
 
-    amqp_channel_close_t cc = {.reply_code = 404, .reply_text = amqp_cstring_bytes("NOT_FOUND - no exchange 'x'")};
+    amqp_channel_close_t cc = {.reply_code = 404,
+                               .reply_text = amqp_cstring_bytes("NOT_FOUND - no exchange 'x'")};
     r = (amqp_rpc_reply_t){.reply_type = AMQP_RESPONSE_SERVER_EXCEPTION,
                            .reply = {.id = AMQP_CHANNEL_CLOSE_METHOD, .decoded = &cc}};
     mq_describe_reply(r, buf, sizeof buf);
     assert_string_equal(buf, "404 NOT_FOUND - no exchange 'x'");
 
-    amqp_connection_close_t kc = {.reply_code = 320, .reply_text = amqp_cstring_bytes("CONNECTION_FORCED")};
+    amqp_connection_close_t kc = {.reply_code = 320,
+                                  .reply_text = amqp_cstring_bytes("CONNECTION_FORCED")};
     r.reply = (amqp_method_t){.id = AMQP_CONNECTION_CLOSE_METHOD, .decoded = &kc};
     mq_describe_reply(r, buf, sizeof buf);
     assert_string_equal(buf, "connection closed by broker: 320 CONNECTION_FORCED");
@@ -144,7 +149,7 @@ static void test_header_string(void **state)
     s = mq_header_string(&t, "raw");
     assert_string_equal(s, "abc");
     free(s);
-    assert_null(mq_header_string(&t, "count"));   /* not a string */
+    assert_null(mq_header_string(&t, "count"));     /* not a string */
     assert_null(mq_header_string(&t, "execution")); /* prefix is not a match */
     assert_null(mq_header_string(&t, "missing"));
     amqp_table_t empty = {0};

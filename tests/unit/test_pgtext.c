@@ -11,7 +11,8 @@
 static void bytea_hex(void **state)
 {
     (void)state;
-    char *h = pgtext_bytea_hex("\x00\xff" "A", 3);
+    const char bytes[] = {'\0', (char)0xff, 'A'};
+    char *h = pgtext_bytea_hex(bytes, sizeof bytes);
     assert_string_equal(h, "\\x00ff41");
     free(h);
     h = pgtext_bytea_hex("", 0);
@@ -30,8 +31,9 @@ static void array_literals_quote_and_escape(void **state)
     pgarr_add(&a, "with \"quotes\", commas and \\ backslash");
     pgarr_add(&a, "");
     pgarr_add(&a, "NULL");
-    assert_string_equal(pgarr_text(&a),
-                        "{\"plain\",NULL,\"with \\\"quotes\\\", commas and \\\\ backslash\",\"\",\"NULL\"}");
+    assert_string_equal(
+        pgarr_text(&a),
+        "{\"plain\",NULL,\"with \\\"quotes\\\", commas and \\\\ backslash\",\"\",\"NULL\"}");
     pgarr_free(&a);
 
     pgarr_init(&a);

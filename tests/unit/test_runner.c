@@ -32,7 +32,7 @@ typedef struct got {
 typedef struct fixture {
     struct event_base *base;
     runner_t *runner;
-    char dir[64];  /* scratch handlers directory */
+    char dir[64]; /* scratch handlers directory */
     size_t ndone;
     int fds_before; /* open descriptors before the test: none may leak */
 } fixture_t;
@@ -111,8 +111,10 @@ static int teardown(void **state)
 
 static runner_opts_t default_opts(const char *dir)
 {
-    return (runner_opts_t){.handlers_dir = dir, .max_output_bytes = 1 << 20,
-                           .stderr_tail_bytes = 4096, .kill_grace_s = 1,
+    return (runner_opts_t){.handlers_dir = dir,
+                           .max_output_bytes = 1 << 20,
+                           .stderr_tail_bytes = 4096,
+                           .kill_grace_s = 1,
                            .default_timeout_s = 10};
 }
 
@@ -156,8 +158,11 @@ static void run_until(fixture_t *f, size_t n, int timeout_ms)
 static void start(fixture_t *f, int64_t id, const char *ref, const char *params, int timeout_s,
                   got_t *g)
 {
-    runner_job_t job = {.execution_id = id, .action_ref = ref, .params_json = params,
-                        .params_len = params ? strlen(params) : 0, .attempt = 1,
+    runner_job_t job = {.execution_id = id,
+                        .action_ref = ref,
+                        .params_json = params,
+                        .params_len = params ? strlen(params) : 0,
+                        .attempt = 1,
                         .timeout_s = timeout_s};
     char err[ERRBUF_SIZE];
     memset(g, 0, sizeof *g);
@@ -286,8 +291,8 @@ static void test_environment_is_minimal(void **state)
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
     write_handler(f, "t.env", "env; echo end");
-    runner_job_t job = {.execution_id = 9000000000LL, .action_ref = "t.env", .attempt = 3,
-                        .timeout_s = 7};
+    runner_job_t job = {
+        .execution_id = 9000000000LL, .action_ref = "t.env", .attempt = 3, .timeout_s = 7};
     got_t g = {0};
     char err[ERRBUF_SIZE];
     assert_int_equal(runner_start(f->runner, &job, on_done, &g, err, sizeof err), 0);
@@ -367,8 +372,8 @@ static void test_killed_by_signal(void **state)
  * Run handler `name` whose script finds in $pidfile where to record a process id to watch;
  * returns that id once the result is in.
  */
-static pid_t run_recording_pid(fixture_t *f, const char *name, const char *script,
-                               int timeout_s, got_t *g)
+static pid_t run_recording_pid(fixture_t *f, const char *name, const char *script, int timeout_s,
+                               got_t *g)
 {
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
@@ -397,8 +402,8 @@ static void assert_timed_out(got_t *g, pid_t grandchild, int sig, int64_t min_ms
 static void test_timeout_kills_group(void **state)
 {
     got_t g;
-    pid_t grandchild = run_recording_pid(*state, "t.hang",
-                                         "sleep 1000 &\necho $! > $pidfile\nwait", 1, &g);
+    pid_t grandchild = run_recording_pid(*state, "t.hang", "sleep 1000 &\necho $! > $pidfile\nwait",
+                                         1, &g);
     assert_timed_out(&g, grandchild, SIGTERM, 1000, 3000);
 }
 
@@ -407,8 +412,7 @@ static void test_timeout_escalates_to_sigkill(void **state)
 {
     got_t g;
     pid_t grandchild = run_recording_pid(
-        *state, "t.stubborn", "trap '' TERM\nsleep 1000 &\necho $! > $pidfile\nwait\nwait", 1,
-        &g);
+        *state, "t.stubborn", "trap '' TERM\nsleep 1000 &\necho $! > $pidfile\nwait\nwait", 1, &g);
     assert_timed_out(&g, grandchild, SIGKILL, 2000, 4000);
 }
 
@@ -435,7 +439,8 @@ static void test_shell_metacharacters_stay_data(void **state)
     snprintf(mark, sizeof mark, "%s/pwned", f->dir);
     snprintf(params, sizeof params,
              "{\"x\": \"$(touch %s); `touch %s`; touch %s | touch %s && touch %s\", "
-             "\"y\": \"'; touch %s; '\"}", mark, mark, mark, mark, mark, mark);
+             "\"y\": \"'; touch %s; '\"}",
+             mark, mark, mark, mark, mark, mark);
     got_t g;
     run_one(f, "core.echo", params, 0, &g);
     assert_int_equal(g.outcome, RUNNER_COMPLETED);
@@ -466,8 +471,8 @@ static void test_missing_handler(void **state)
     run_one(f, "no.such", "{}", 0, &g);
     assert_int_equal(g.outcome, RUNNER_FAILED);
     assert_int_equal(g.exit_code, -1);
-    assert_string_equal(g.error, "no handler for action 'no.such' (no executable "
-                                 SOURCE_HANDLERS "/no.such)");
+    assert_string_equal(g.error, "no handler for action 'no.such' (no executable " SOURCE_HANDLERS
+                                 "/no.such)");
     got_free(&g);
 }
 

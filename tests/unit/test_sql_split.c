@@ -47,7 +47,8 @@ static void test_semicolons_in_quotes(void **state)
 {
     (void)state;
     split_t s;
-    split_all("SELECT 'a;b', 'it''s;';\nSELECT \"odd;name\" FROM t;\nSELECT E'x\\';y';SELECT 3;", &s);
+    split_all("SELECT 'a;b', 'it''s;';\nSELECT \"odd;name\" FROM t;\nSELECT E'x\\';y';SELECT 3;",
+              &s);
     assert_int_equal(s.n, 4);
     assert_string_equal(s.text[0], "SELECT 'a;b', 'it''s;'");
     assert_string_equal(s.text[1], "SELECT \"odd;name\" FROM t");
@@ -86,7 +87,8 @@ static void test_dollar_quotes(void **state)
               "PREPARE p AS SELECT $1::int; SELECT a$b FROM t;",
               &s);
     assert_int_equal(s.n, 4);
-    assert_string_equal(s.text[0], "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1; $$");
+    assert_string_equal(s.text[0],
+                        "CREATE FUNCTION f() RETURNS int LANGUAGE sql AS $$ SELECT 1; $$");
     assert_string_equal(s.text[1], "DO $body$ BEGIN PERFORM '$$;'; END $body$");
     assert_int_equal(s.line[1], 2);
     assert_string_equal(s.text[2], "PREPARE p AS SELECT $1::int");
@@ -126,7 +128,7 @@ static void test_char_to_byte(void **state)
     const char *s = "SELECT 'é', ñ"; /* é and ñ are two bytes each */
     size_t len = strlen(s);
     assert_int_equal(sql_char_to_byte(s, len, 1), 0);
-    assert_int_equal(sql_char_to_byte(s, len, 9), 8);  /* é */
+    assert_int_equal(sql_char_to_byte(s, len, 9), 8);   /* é */
     assert_int_equal(sql_char_to_byte(s, len, 10), 10); /* the quote after it */
     assert_int_equal(sql_char_to_byte(s, len, 13), 13); /* ñ */
     assert_int_equal(sql_char_to_byte(s, len, 99), len);

@@ -28,13 +28,13 @@ static warren_config_t test_config(int queue_type, bool dlx)
 }
 
 /* Run a comparison into a memory stream; returns the drift count and the text (free it). */
-#define CAPTURE(text, call)                                  \
-    ({                                                       \
-        size_t cap_len_;                                     \
-        FILE *out = open_memstream(&(text), &cap_len_);      \
-        int n_ = (call);                                     \
-        fclose(out);                                         \
-        n_;                                                  \
+#define CAPTURE(text, call)                                                                        \
+    ({                                                                                             \
+        size_t cap_len_;                                                                           \
+        FILE *out = open_memstream(&(text), &cap_len_);                                            \
+        int n_ = (call);                                                                           \
+        fclose(out);                                                                               \
+        n_;                                                                                        \
     })
 
 static void test_common_plan(void **state)
@@ -55,7 +55,7 @@ static void test_common_plan(void **state)
     assert_int_equal(dlq->n_args, 1);
     assert_int_equal(topo_queue_arg(dlq, "x-message-ttl")->i, 86400000);
     assert_null(topo_queue_arg(dlq, "x-dead-letter-exchange")); /* no loops */
-    assert_int_equal(p.queues[1].n_args, 0);                   /* results never expire */
+    assert_int_equal(p.queues[1].n_args, 0);                    /* results never expire */
     assert_int_equal(topo_queue_arg(&p.queues[2], "x-message-ttl")->i, TOPO_HEARTBEAT_TTL_MS);
 
     assert_int_equal(p.n_bindings, 4);
@@ -166,10 +166,12 @@ static void test_compare_exchange(void **state)
     topo_exchange_t want = {.name = "attune.dlx", .type = "fanout"};
     char *text = NULL;
     json_object *ok = json_tokener_parse("{\"type\":\"fanout\",\"durable\":true}");
-    assert_int_equal(CAPTURE(text, topo_compare_exchange(&want, ok, "warren topology declare", out)), 0);
+    assert_int_equal(
+        CAPTURE(text, topo_compare_exchange(&want, ok, "warren topology declare", out)), 0);
     free(text);
     json_object *direct = json_tokener_parse("{\"type\":\"direct\",\"durable\":true}");
-    assert_int_equal(CAPTURE(text, topo_compare_exchange(&want, direct, "warren topology declare", out)), 1);
+    assert_int_equal(
+        CAPTURE(text, topo_compare_exchange(&want, direct, "warren topology declare", out)), 1);
     assert_string_equal(text, "exchange 'attune.dlx' has type=direct but configuration wants "
                               "fanout: delete the exchange (its bindings go with it), then run "
                               "`warren topology declare`\n");
@@ -256,8 +258,8 @@ static void test_explain_refusal(void **state)
                              "wants fanout: delete the exchange or change the configuration to "
                              "match; see `warren topology verify`");
 
-    topo_explain_refusal("queue", "q", "405 RESOURCE_LOCKED - cannot obtain exclusive access",
-                         err, sizeof err);
+    topo_explain_refusal("queue", "q", "405 RESOURCE_LOCKED - cannot obtain exclusive access", err,
+                         sizeof err);
     assert_string_equal(err, "queue 'q': the broker refused the declaration (405 RESOURCE_LOCKED "
                              "- cannot obtain exclusive access); see `warren topology verify`");
 }

@@ -10,15 +10,12 @@
 
 /* The expected table, written out independently of transitions.c as "from to" lines. */
 static const char *const legal_pairs[] = {
-    "requested scheduling", "requested scheduled", "requested cancelled", "requested failed",
-    "scheduling scheduled", "scheduling requested",
-    "scheduled running",    "scheduled requested", "scheduled failed",
-    "scheduled completed",  "scheduled timeout",
-    "scheduled canceling",  "scheduled cancelled",
-    "running completed",    "running failed",      "running timeout",
-    "running canceling",    "running abandoned",
-    "canceling cancelled",  "canceling completed", "canceling failed",
-    "canceling timeout",    "canceling abandoned",
+    "requested scheduling", "requested scheduled",  "requested cancelled", "requested failed",
+    "scheduling scheduled", "scheduling requested", "scheduled running",   "scheduled requested",
+    "scheduled failed",     "scheduled completed",  "scheduled timeout",   "scheduled canceling",
+    "scheduled cancelled",  "running completed",    "running failed",      "running timeout",
+    "running canceling",    "running abandoned",    "canceling cancelled", "canceling completed",
+    "canceling failed",     "canceling timeout",    "canceling abandoned",
 };
 
 static bool expected_legal(const char *from, const char *to)

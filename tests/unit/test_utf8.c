@@ -9,6 +9,9 @@
 #include <string.h>
 #include "warren/utf8.h"
 
+/* U+FFFD, the replacement character, in UTF-8. */
+#define FFFD "\xef\xbf\xbd"
+
 static bool valid(const char *s)
 {
     return utf8_valid(s, strlen(s), NULL);
@@ -19,10 +22,11 @@ static void test_accepts_boundaries(void **state)
     (void)state;
     assert_true(utf8_valid("", 0, NULL));
     assert_true(valid("plain ascii \x7f"));
-    assert_true(valid("\xc2\x80 \xdf\xbf"));                 /* U+0080, U+07FF */
-    assert_true(valid("\xe0\xa0\x80 \xed\x9f\xbf \xee\x80\x80 \xef\xbf\xbf")); /* around surrogates */
-    assert_true(valid("\xf0\x90\x80\x80 \xf4\x8f\xbf\xbf"));  /* U+10000, U+10FFFF */
-    assert_true(utf8_valid("a\0b", 3, NULL));               /* NUL is the caller's concern */
+    assert_true(valid("\xc2\x80 \xdf\xbf")); /* U+0080, U+07FF */
+    assert_true(
+        valid("\xe0\xa0\x80 \xed\x9f\xbf \xee\x80\x80 \xef\xbf\xbf")); /* around surrogates */
+    assert_true(valid("\xf0\x90\x80\x80 \xf4\x8f\xbf\xbf"));           /* U+10000, U+10FFFF */
+    assert_true(utf8_valid("a\0b", 3, NULL)); /* NUL is the caller's concern */
     assert_false(utf8_is_text("a\0b", 3));
     assert_true(utf8_is_text("caf\xc3\xa9", 5));
 }
@@ -30,17 +34,19 @@ static void test_accepts_boundaries(void **state)
 static void test_refuses_and_reports_offset(void **state)
 {
     (void)state;
-    static const struct { const char *s; size_t at; } bad[] = {
-        {"ab\x80", 2},              /* stray continuation */
-        {"\xc1\xbf", 0},            /* overlong two-byte */
-        {"x\xe0\x9f\xbf", 1},       /* overlong three-byte */
-        {"\xed\xa0\x80", 0},        /* surrogate U+D800 */
-        {"\xf0\x8f\xbf\xbf", 0},    /* overlong four-byte */
-        {"\xf4\x90\x80\x80", 0},    /* U+110000 */
-        {"\xf5\x80\x80\x80", 0},
-        {"ok\xe2\x82", 2},          /* truncated at the end */
-        {"\xe2\x28\xa1", 0},        /* bad second byte */
-        {"\xf0\x90\x28\xbc", 0},    /* bad third byte */
+    static const struct {
+        const char *s;
+        size_t at;
+    } bad[] = {
+        {"ab\x80", 2},                              /* stray continuation */
+        {"\xc1\xbf", 0},                            /* overlong two-byte */
+        {"x\xe0\x9f\xbf", 1},                       /* overlong three-byte */
+        {"\xed\xa0\x80", 0},                        /* surrogate U+D800 */
+        {"\xf0\x8f\xbf\xbf", 0},                    /* overlong four-byte */
+        {"\xf4\x90\x80\x80", 0},                    /* U+110000 */
+        {"\xf5\x80\x80\x80", 0}, {"ok\xe2\x82", 2}, /* truncated at the end */
+        {"\xe2\x28\xa1", 0},                        /* bad second byte */
+        {"\xf0\x90\x28\xbc", 0},                    /* bad third byte */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t at = 999;
@@ -79,12 +85,12 @@ static void test_clean_replaces_bad_bytes_and_nul(void **state)
     char *c = utf8_clean(in, sizeof in);
     /* NUL, 0xff, the lone lead byte 0xc3 and the truncated 3-byte sequence each become U+FFFD
      * (one per byte). */
-    assert_string_equal(c, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd");
+    assert_string_equal(c, "a" FFFD "b" FFFD FFFD "(" FFFD FFFD);
     assert_true(utf8_is_text(c, strlen(c)));
     free(c);
     /* Overlong and surrogate encodings are not text either. */
     c = utf8_clean("\xc0\xaf|\xed\xa0\x80", 6);
-    assert_string_equal(c, "\xef\xbf\xbd\xef\xbf\xbd|\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    assert_string_equal(c, FFFD FFFD "|" FFFD FFFD FFFD);
     free(c);
     c = utf8_clean("", 0);
     assert_string_equal(c, "");

@@ -1,29 +1,29 @@
-/* The worker's execution bookkeeping: states and counts, held order, deliveries, recent keys. */
+/* The worker's execution bookkeeping: stages and counts, held order, deliveries, recent keys. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 #include "worker/execs.h"
 
-static void test_states_and_counts(void **state)
+static void test_stages_and_counts(void **state)
 {
     (void)state;
     execs_t t;
     execs_init(&t);
     exec_t *a = execs_add(&t, 1, 1), *b = execs_add(&t, 2, 1), *c = execs_add(&t, 1, 2);
     assert_non_null(a);
-    assert_int_equal(execs_count(&t, EXEC_HELD), 3);
+    assert_int_equal(execs_count(&t, STAGE_HELD), 3);
     assert_ptr_equal(execs_find(&t, 1, 2), c); /* attempts are different executions */
     assert_null(execs_find(&t, 3, 1));
     assert_ptr_equal(execs_first_held(&t), a); /* first come, first started */
-    execs_set_state(&t, a, EXEC_RUNNING);
+    execs_set_stage(&t, a, STAGE_RUNNING);
     assert_ptr_equal(execs_first_held(&t), b);
-    execs_set_state(&t, a, EXEC_FINISHED);
-    assert_int_equal(execs_count(&t, EXEC_HELD), 2);
-    assert_int_equal(execs_count(&t, EXEC_RUNNING), 0);
-    assert_int_equal(execs_count(&t, EXEC_FINISHED), 1);
+    execs_set_stage(&t, a, STAGE_FINISHED);
+    assert_int_equal(execs_count(&t, STAGE_HELD), 2);
+    assert_int_equal(execs_count(&t, STAGE_RUNNING), 0);
+    assert_int_equal(execs_count(&t, STAGE_FINISHED), 1);
     execs_remove(&t, b, false);
-    assert_int_equal(execs_count(&t, EXEC_HELD), 1);
+    assert_int_equal(execs_count(&t, STAGE_HELD), 1);
     assert_ptr_equal(execs_first_held(&t), c);
     execs_free(&t);
     assert_null(t.head);
@@ -68,7 +68,7 @@ static void test_recent_finished(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_states_and_counts),
+        cmocka_unit_test(test_stages_and_counts),
         cmocka_unit_test(test_tags_and_params),
         cmocka_unit_test(test_recent_finished),
     };

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <cmocka.h>
 #include "warren/envelope.h"
-#include "worker/report.h"
+#include "worker/report_msg.h"
 
-static report_completion_t completion(const char *result_json)
+static report_msg_completion_t completion(const char *result_json)
 {
-    return (report_completion_t){
+    return (report_msg_completion_t){
         .worker_id = "w1",
         .execution_id = 42,
         .attempt = 3,
@@ -55,16 +55,16 @@ static int64_t num(json_object *o, const char *key)
 static void test_running(void **state)
 {
     (void)state;
-    report_running_t r = {"w1", 42, 3, "2024-01-02T03:04:05.000Z", "t-1"};
+    report_msg_running_t r = {"w1", 42, 3, "2024-01-02T03:04:05.000Z", "t-1"};
     size_t len = 0;
-    char *body = report_running_body(&r, "m-1", &len);
+    char *body = report_msg_running(&r, "m-1", &len);
     assert_non_null(body);
     envelope_t e;
     decode(body, len, &e);
     assert_int_equal(e.type, MSG_EXECUTION_STATUS_CHANGED);
     assert_string_equal(e.message_id, "m-1");
     assert_string_equal(e.correlation_id, "42");
-    assert_string_equal(e.source, REPORT_SOURCE);
+    assert_string_equal(e.source, REPORT_MSG_SOURCE);
     assert_string_equal(e.trace_id, "t-1");
     assert_int_equal(e.attempt, 3);
     assert_int_equal(num(e.payload, "execution_id"), 42);
@@ -81,12 +81,12 @@ static void test_completion_embeds_result_verbatim(void **state)
     (void)state;
     /* json-c would print 1.5 and clamp the 30-digit integer if it re-encoded the result. */
     const char *raw = "{\"n\": 1.50, \"big\": 123456789012345678901234567890, \"s\": \"\\u00e9\"}";
-    report_completion_t c = completion(raw);
-    report_result_fate_t fate;
+    report_msg_completion_t c = completion(raw);
+    report_msg_fate_t fate;
     size_t len = 0;
-    char *body = report_completion_body(&c, "m-2", &len, &fate);
+    char *body = report_msg_completion(&c, "m-2", &len, &fate);
     assert_non_null(body);
-    assert_int_equal(fate, REPORT_RESULT_KEPT);
+    assert_int_equal(fate, REPORT_MSG_RESULT_KEPT);
     char want[256];
     snprintf(want, sizeof want, "\"result\":%s,", raw);
     assert_non_null(strstr(body, want));
@@ -107,13 +107,13 @@ static void test_completion_embeds_result_verbatim(void **state)
 static void test_completion_without_result(void **state)
 {
     (void)state;
-    report_completion_t c = completion(NULL);
+    report_msg_completion_t c = completion(NULL);
     c.status = "failed";
     c.exit_code = 7;
     c.error = "handler exited with code 7";
-    report_result_fate_t fate;
+    report_msg_fate_t fate;
     size_t len = 0;
-    char *body = report_completion_body(&c, "m-3", &len, &fate);
+    char *body = report_msg_completion(&c, "m-3", &len, &fate);
     assert_non_null(body);
     envelope_t e;
     decode(body, len, &e);
@@ -140,21 +140,22 @@ static char *nested(int depth)
 static void test_depth_limit_matches_the_decoder(void **state)
 {
     (void)state;
-    for (int depth = REPORT_RESULT_MAX_DEPTH; depth <= REPORT_RESULT_MAX_DEPTH + 1; depth++) {
+    for (int depth = REPORT_MSG_RESULT_MAX_DEPTH; depth <= REPORT_MSG_RESULT_MAX_DEPTH + 1;
+         depth++) {
         char *raw = nested(depth);
-        report_completion_t c = completion(raw);
-        report_result_fate_t fate;
+        report_msg_completion_t c = completion(raw);
+        report_msg_fate_t fate;
         size_t len = 0;
-        char *body = report_completion_body(&c, "m-4", &len, &fate);
+        char *body = report_msg_completion(&c, "m-4", &len, &fate);
         assert_non_null(body);
         envelope_t e;
         decode(body, len, &e);
         json_object *result = field(e.payload, "result");
-        if (depth == REPORT_RESULT_MAX_DEPTH) {
-            assert_int_equal(fate, REPORT_RESULT_KEPT);
+        if (depth == REPORT_MSG_RESULT_MAX_DEPTH) {
+            assert_int_equal(fate, REPORT_MSG_RESULT_KEPT);
             assert_true(json_object_is_type(result, json_type_array));
         } else {
-            assert_int_equal(fate, REPORT_RESULT_TOO_DEEP);
+            assert_int_equal(fate, REPORT_MSG_RESULT_TOO_DEEP);
             assert_string_equal(str(result, "output"), raw);
         }
         envelope_free(&e);
@@ -162,11 +163,12 @@ static void test_depth_limit_matches_the_decoder(void **state)
         free(raw);
     }
     /* ... and the limit is tight: the kept body with its result one level deeper is refused. */
-    char *kept = nested(REPORT_RESULT_MAX_DEPTH), *deeper = nested(REPORT_RESULT_MAX_DEPTH + 1);
-    report_completion_t c = completion(kept);
-    report_result_fate_t fate;
+    char *kept = nested(REPORT_MSG_RESULT_MAX_DEPTH),
+         *deeper = nested(REPORT_MSG_RESULT_MAX_DEPTH + 1);
+    report_msg_completion_t c = completion(kept);
+    report_msg_fate_t fate;
     size_t len = 0;
-    char *body = report_completion_body(&c, "m-4", &len, &fate);
+    char *body = report_msg_completion(&c, "m-4", &len, &fate);
     char *at = strstr(body, kept);
     assert_non_null(at);
     size_t head = (size_t)(at - body), tail = len - head - strlen(kept);
@@ -203,12 +205,12 @@ static char *big_string(size_t n, const char *unit)
 static void check_cut(const char *unit)
 {
     char *raw = big_string(ENVELOPE_MAX_BYTES + 4096, unit);
-    report_completion_t c = completion(raw);
-    report_result_fate_t fate;
+    report_msg_completion_t c = completion(raw);
+    report_msg_fate_t fate;
     size_t len = 0;
-    char *body = report_completion_body(&c, "m-5", &len, &fate);
+    char *body = report_msg_completion(&c, "m-5", &len, &fate);
     assert_non_null(body);
-    assert_int_equal(fate, REPORT_RESULT_TOO_LARGE);
+    assert_int_equal(fate, REPORT_MSG_RESULT_TOO_LARGE);
     assert_true(len <= ENVELOPE_MAX_BYTES);
     assert_true(len > ENVELOPE_MAX_BYTES / 2); /* kept most of what fits */
     envelope_t e;
@@ -233,22 +235,22 @@ static void test_too_large_result_is_cut(void **state)
 static void test_prefix_fitting(void **state)
 {
     (void)state;
-    assert_int_equal(report_prefix_fitting("abc", 3, 10), 3);
-    assert_int_equal(report_prefix_fitting("abc", 3, 2), 2);
-    assert_int_equal(report_prefix_fitting("a\xc3\xa9", 3, 2), 1); /* never half an é */
-    assert_int_equal(report_prefix_fitting("a\"b", 3, 2), 1);       /* \" takes two */
-    assert_int_equal(report_prefix_fitting("\x01z", 2, 6), 1);      /* \u0001 takes six */
-    assert_int_equal(report_prefix_fitting("abc", 3, 0), 0);
+    assert_int_equal(report_msg_prefix_fitting("abc", 3, 10), 3);
+    assert_int_equal(report_msg_prefix_fitting("abc", 3, 2), 2);
+    assert_int_equal(report_msg_prefix_fitting("a\xc3\xa9", 3, 2), 1); /* never half an é */
+    assert_int_equal(report_msg_prefix_fitting("a\"b", 3, 2), 1);      /* \" takes two */
+    assert_int_equal(report_msg_prefix_fitting("\x01z", 2, 6), 1);     /* \u0001 takes six */
+    assert_int_equal(report_msg_prefix_fitting("abc", 3, 0), 0);
 }
 
 static void test_json_depth(void **state)
 {
     (void)state;
-    assert_int_equal(report_json_depth("1"), 0);
-    assert_int_equal(report_json_depth("{}"), 1);
-    assert_int_equal(report_json_depth("{\"a\":[{}],\"b\":[]}"), 3);
+    assert_int_equal(report_msg_json_depth("1"), 0);
+    assert_int_equal(report_msg_json_depth("{}"), 1);
+    assert_int_equal(report_msg_json_depth("{\"a\":[{}],\"b\":[]}"), 3);
     /* brackets in strings, escaped quotes included, do not count */
-    assert_int_equal(report_json_depth("[\"[[[\\\"[[\"]"), 1);
+    assert_int_equal(report_msg_json_depth("[\"[[[\\\"[[\"]"), 1);
 }
 
 static void test_heartbeat(void **state)
@@ -256,10 +258,10 @@ static void test_heartbeat(void **state)
     (void)state;
     json_object *caps = json_object_new_array();
     json_object_array_add(caps, json_object_new_string("core.echo"));
-    report_heartbeat_t h = {"w1",     "stopping", caps,    4, 1, 10,
-                            "host-a", "1.2.3",    "2024-01-02T03:04:05.000Z"};
+    report_msg_heartbeat_t h = {
+        "w1", "stopping", caps, 4, 1, 10, "host-a", "1.2.3", "2024-01-02T03:04:05.000Z"};
     size_t len = 0;
-    char *body = report_heartbeat_body(&h, "m-6", &len);
+    char *body = report_msg_heartbeat(&h, "m-6", &len);
     json_object_put(caps);
     assert_non_null(body);
     envelope_t e;

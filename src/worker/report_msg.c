@@ -1,10 +1,10 @@
-/* The worker's messages as envelope bodies: running status, completion, heartbeat. */
+/* Builds the worker's messages as envelope bodies: running status, completion, heartbeat. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "warren/utf8.h"
-#include "worker/report.h"
+#include "worker/report_msg.h"
 
 /* {"output":"","truncated":true} around a cut result, with room to spare. */
 #define OUTPUT_WRAPPER_BYTES 64
@@ -29,11 +29,11 @@ static char *encode_execution(msg_type_t type, const char *message_id, int64_t e
     if (!payload)
         return NULL;
     snprintf(correlation, sizeof correlation, "%" PRId64, execution_id);
-    return envelope_encode(type, message_id, correlation, REPORT_SOURCE, attempt,
+    return envelope_encode(type, message_id, correlation, REPORT_MSG_SOURCE, attempt,
                            trace_id && *trace_id ? trace_id : NULL, payload, len);
 }
 
-char *report_running_body(const report_running_t *r, const char *message_id, size_t *len)
+char *report_msg_running(const report_msg_running_t *r, const char *message_id, size_t *len)
 {
     json_object *p = json_object_new_object();
     if (p) {
@@ -73,7 +73,7 @@ static json_object *output_object(const char *text, size_t len, bool truncated)
 }
 
 /* The completion payload around result (taken over; NULL is sent as null). */
-static json_object *completion_payload(const report_completion_t *c, json_object *result,
+static json_object *completion_payload(const report_msg_completion_t *c, json_object *result,
                                        bool truncated)
 {
     json_object *p = json_object_new_object();
@@ -96,7 +96,7 @@ static json_object *completion_payload(const report_completion_t *c, json_object
     return p;
 }
 
-static char *encode_completion(const report_completion_t *c, const char *message_id,
+static char *encode_completion(const report_msg_completion_t *c, const char *message_id,
                                json_object *result, bool truncated, size_t *len)
 {
     return encode_execution(MSG_EXECUTION_COMPLETED, message_id, c->execution_id, c->attempt,
@@ -104,7 +104,7 @@ static char *encode_completion(const report_completion_t *c, const char *message
 }
 
 /* The result did not fit in one envelope: keep the longest prefix of its text that does. */
-static char *encode_cut(const report_completion_t *c, const char *message_id, size_t *len)
+static char *encode_cut(const report_msg_completion_t *c, const char *message_id, size_t *len)
 {
     size_t base_len = 0;
     char *base = encode_completion(c, message_id, NULL, true, &base_len);
@@ -115,19 +115,19 @@ static char *encode_cut(const report_completion_t *c, const char *message_id, si
                       ? ENVELOPE_MAX_BYTES - base_len - OUTPUT_WRAPPER_BYTES
                       : 0;
     const char *text = c->result_json;
-    size_t keep = report_prefix_fitting(text, strlen(text), room);
+    size_t keep = report_msg_prefix_fitting(text, strlen(text), room);
     json_object *result = output_object(text, keep, true);
     return result ? encode_completion(c, message_id, result, true, len) : NULL;
 }
 
-char *report_completion_body(const report_completion_t *c, const char *message_id, size_t *len,
-                             report_result_fate_t *fate)
+char *report_msg_completion(const report_msg_completion_t *c, const char *message_id, size_t *len,
+                            report_msg_fate_t *fate)
 {
-    *fate = REPORT_RESULT_KEPT;
+    *fate = REPORT_MSG_RESULT_KEPT;
     json_object *result = NULL;
     if (c->result_json) {
-        if (report_json_depth(c->result_json) > REPORT_RESULT_MAX_DEPTH) {
-            *fate = REPORT_RESULT_TOO_DEEP;
+        if (report_msg_json_depth(c->result_json) > REPORT_MSG_RESULT_MAX_DEPTH) {
+            *fate = REPORT_MSG_RESULT_TOO_DEEP;
             result = output_object(c->result_json, strlen(c->result_json), false);
         } else {
             result = raw_json(c->result_json);
@@ -138,29 +138,31 @@ char *report_completion_body(const report_completion_t *c, const char *message_i
     char *body = encode_completion(c, message_id, result, c->truncated, len);
     if (body || !c->result_json)
         return body;
-    *fate = REPORT_RESULT_TOO_LARGE;
+    *fate = REPORT_MSG_RESULT_TOO_LARGE;
     return encode_cut(c, message_id, len);
 }
 
-char *report_heartbeat_body(const report_heartbeat_t *h, const char *message_id, size_t *len)
+char *report_msg_heartbeat(const report_msg_heartbeat_t *h, const char *message_id, size_t *len)
 {
     json_object *p = json_object_new_object();
     if (!p)
         return NULL;
     json_object_object_add(p, "worker_id", json_object_new_string(h->worker_id));
     json_object_object_add(p, "status", json_object_new_string(h->status));
-    json_object_object_add(p, "capabilities", h->capabilities ? json_object_get(h->capabilities)
-                                                              : json_object_new_array());
+    json_object_object_add(p, "capabilities",
+                           h->capabilities ? json_object_get(h->capabilities)
+                                           : json_object_new_array());
     json_object_object_add(p, "capacity", json_object_new_int(h->capacity));
     json_object_object_add(p, "running", json_object_new_int(h->running));
     json_object_object_add(p, "heartbeat_interval_s", json_object_new_int(h->heartbeat_interval_s));
     json_object_object_add(p, "host", json_object_new_string(h->host));
     json_object_object_add(p, "version", json_object_new_string(h->version));
     json_object_object_add(p, "started_at", json_object_new_string(h->started_at));
-    return envelope_encode(MSG_WORKER_HEARTBEAT, message_id, NULL, REPORT_SOURCE, 0, NULL, p, len);
+    return envelope_encode(MSG_WORKER_HEARTBEAT, message_id, NULL, REPORT_MSG_SOURCE, 0, NULL, p,
+                           len);
 }
 
-int report_json_depth(const char *text)
+int report_msg_json_depth(const char *text)
 {
     int depth = 0, deepest = 0;
     bool in_string = false;
@@ -182,7 +184,7 @@ int report_json_depth(const char *text)
     return deepest;
 }
 
-size_t report_prefix_fitting(const char *text, size_t len, size_t budget)
+size_t report_msg_prefix_fitting(const char *text, size_t len, size_t budget)
 {
     size_t used = 0, n = 0;
     for (; n < len; n++) {
