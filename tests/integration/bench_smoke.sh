@@ -6,6 +6,9 @@ require_stack
 
 databases() { psql_q "SELECT string_agg(datname, ' ' ORDER BY datname) FROM pg_database"; }
 queues() { rmq list_queues -s name | sort | tr '\n' ' '; }
+# The shared queues (results, heartbeats, dead letters) are the stack's, declared by any
+# executor: make sure they exist first, so a fresh stack does not count them as left behind.
+"$WARREN_BIN" topology declare >/dev/null
 dbs_before=$(databases)
 queues_before=$(queues)
 
