@@ -56,7 +56,7 @@ static int parse(worker_t *w, const mq_delivery_t *d, envelope_t *e, dispatch_t 
 }
 
 /* The same execution and attempt is already here: never run it twice. */
-static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
+static void duplicate(worker_t *w, execs_record_t *x, const mq_delivery_t *d)
 {
     char id[24];
     id_text(x->execution_id, id, sizeof id);
@@ -66,7 +66,7 @@ static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
                "worker", w->id, "execution_id", id, "redelivered",
                d->redelivered ? "true" : "false", NULL);
         settle(w, d->delivery_tag, true, false, id);
-    } else if (exec_add_tag(x, d->delivery_tag) != 0) {
+    } else if (execs_add_tag(x, d->delivery_tag) != 0) {
         settle(w, d->delivery_tag, false, true, id); /* out of memory: let it come back */
     } else {
         log_kv(LOG_INFO, "dispatch of an execution already here: acked once it is reported running",
@@ -77,7 +77,7 @@ static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
 
 static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const dispatch_t *disp)
 {
-    exec_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
+    execs_record_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
     if (!x)
         return -1;
     size_t n = 2;
@@ -85,7 +85,7 @@ static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const 
     if (disp->params)
         params = json_object_to_json_string_length(
             disp->params, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-    if (!params || exec_set_params(x, params, n) != 0 || exec_add_tag(x, d->delivery_tag) != 0) {
+    if (!params || execs_set_params(x, params, n) != 0 || execs_add_tag(x, d->delivery_tag) != 0) {
         execs_remove(&w->execs, x, false);
         return -1;
     }
@@ -101,7 +101,7 @@ static void accept_dispatch(worker_t *w, const mq_delivery_t *d, const envelope_
 {
     char id[24];
     id_text(disp->execution_id, id, sizeof id);
-    exec_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
+    execs_record_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
     if (x) {
         duplicate(w, x, d);
     } else if (execs_recent(&w->execs, disp->execution_id, disp->attempt)) {
@@ -140,7 +140,7 @@ void intake_delivery(worker_t *w, mq_delivery_t *d)
 
 static void on_done(const runner_result_t *r, void *arg)
 {
-    exec_t *x = arg;
+    execs_record_t *x = arg;
     worker_t *w = x->owner;
     char ended_at[40], id[24], ms[24], code[16];
     ts_now(ended_at, sizeof ended_at);
@@ -161,14 +161,14 @@ static void on_done(const runner_result_t *r, void *arg)
     worker_kick_soon(w);
 }
 
-static void start(worker_t *w, exec_t *x)
+static void start(worker_t *w, execs_record_t *x)
 {
     char id[24], err[ERRBUF_SIZE], timeout[16];
     id_text(x->execution_id, id, sizeof id);
     /* The submission's timeout, else the action's configured one, else the worker default. */
     if (x->timeout_s <= 0)
         x->timeout_s = action_timeouts_lookup(w->o.cfg->worker.action_timeouts, x->action_ref);
-    runner_job_t job = {
+    runner_spec_t spec = {
         .execution_id = x->execution_id,
         .action_ref = x->action_ref,
         .params_json = x->params,
@@ -180,7 +180,7 @@ static void start(worker_t *w, exec_t *x)
     /* Set before runner_start: an in-process handler's result arrives from the loop later,
      * but the state must already say running. */
     execs_set_stage(&w->execs, x, STAGE_RUNNING);
-    if (runner_start(w->runner, &job, on_done, x, err, sizeof err) != 0) {
+    if (runner_start(w->runner, &spec, on_done, x, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id, "execution_id",
                id, "error", err, NULL);
         w->stats.rejected++;
@@ -224,7 +224,7 @@ static bool reports_flow(worker_t *w)
 
 size_t intake_start_held(worker_t *w)
 {
-    exec_t *x;
+    execs_record_t *x;
     size_t started = 0;
     while (w->phase == PHASE_RUNNING && room_to_start(w) &&
            (x = execs_first_held(&w->execs)) != NULL && reports_flow(w)) {
@@ -236,7 +236,7 @@ size_t intake_start_held(worker_t *w)
 
 void intake_requeue_held(worker_t *w)
 {
-    exec_t *x;
+    execs_record_t *x;
     while ((x = execs_first_held(&w->execs)) != NULL) {
         char id[24];
         id_text(x->execution_id, id, sizeof id);
@@ -252,9 +252,9 @@ void intake_requeue_held(worker_t *w)
 
 void intake_forget_deliveries(worker_t *w)
 {
-    exec_t *x = w->execs.head;
+    execs_record_t *x = w->execs.head;
     while (x) {
-        exec_t *next = x->next;
+        execs_record_t *next = x->next;
         x->n_tags = 0;
         if (x->stage == STAGE_HELD) {
             w->stats.dropped_held++;

@@ -13,11 +13,11 @@ static void id_text(int64_t id, char *buf, size_t len)
     snprintf(buf, len, "%" PRId64, id);
 }
 
-static void ack_dispatch(worker_t *w, exec_t *x, const char *id);
+static void ack_dispatch(worker_t *w, execs_record_t *x, const char *id);
 
 /* body (malloc'd, may be NULL after OOM) is taken over. -1 when the report was dropped (logged
  * and counted). */
-static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t type,
+static int enqueue(worker_t *w, outbox_kind_t kind, const execs_record_t *x, msg_type_t type,
                    const char *message_id, const char *key_prefix, char *body, size_t len)
 {
     char key[160], id[24];
@@ -36,7 +36,7 @@ static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t 
     return -1;
 }
 
-void reporter_running(worker_t *w, exec_t *x)
+void reporter_running(worker_t *w, execs_record_t *x)
 {
     char message_id[40];
     size_t len = 0;
@@ -53,7 +53,8 @@ void reporter_running(worker_t *w, exec_t *x)
                   "execution.status", body, len);
 }
 
-void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at)
+void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *r,
+                         const char *ended_at)
 {
     /* Finished before its running status went out (in-process handlers): the completion
      * alone says it all, and its confirmation acks the dispatch. One publish, one delivery
@@ -117,7 +118,7 @@ static mq_message_t message_of(const worker_t *w, const outbox_msg_t *m, char *i
 
 /* The broker confirmed m: a running status releases the dispatch's deliveries, a completion
  * ends the execution's stay. */
-static void ack_dispatch(worker_t *w, exec_t *x, const char *id)
+static void ack_dispatch(worker_t *w, execs_record_t *x, const char *id)
 {
     for (size_t i = 0; i < x->n_tags; i++)
         if (mq_ack(w->consumer, x->tags[i], false) != MQ_OK)
@@ -131,7 +132,7 @@ static void ack_dispatch(worker_t *w, exec_t *x, const char *id)
 static void settled(worker_t *w, const outbox_msg_t *m)
 {
     char id[24];
-    exec_t *x = execs_find(&w->execs, m->execution_id, m->attempt);
+    execs_record_t *x = execs_find(&w->execs, m->execution_id, m->attempt);
     if (!x)
         return;
     id_text(x->execution_id, id, sizeof id);

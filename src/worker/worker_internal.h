@@ -101,8 +101,9 @@ void intake_requeue_held(worker_t *w);
 void intake_forget_deliveries(worker_t *w);
 
 /* reporter.c */
-void reporter_running(worker_t *w, exec_t *x);
-void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at);
+void reporter_running(worker_t *w, execs_record_t *x);
+void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *r,
+                         const char *ended_at);
 /* Publish what is due in the outbox, in order; a failure arms the retry timer. */
 void reporter_flush(worker_t *w);
 /* Publish a heartbeat now (best effort: the next one follows anyway). */
