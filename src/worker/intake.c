@@ -8,11 +8,6 @@
 #include "warren/timestamp.h"
 #include "worker/worker_internal.h"
 
-static void id_text(int64_t id, char *buf, size_t len)
-{
-    snprintf(buf, len, "%" PRId64, id);
-}
-
 /* Acks and nacks are best effort: when they fail the channel is gone and the broker has
  * requeued the delivery, which then comes back and is handled again. */
 static void settle(worker_t *w, uint64_t tag, bool ack, bool requeue, const char *execution_id)
@@ -58,8 +53,8 @@ static int parse(worker_t *w, const mq_delivery_t *d, envelope_t *e, dispatch_t 
 /* The same execution and attempt is already here: never run it twice. */
 static void duplicate(worker_t *w, execs_record_t *x, const mq_delivery_t *d)
 {
-    char id[24];
-    id_text(x->execution_id, id, sizeof id);
+    char id[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     w->stats.duplicates++;
     if (x->running_reported) {
         log_kv(LOG_INFO, "dispatch of an execution already running here: acked, not run again",
@@ -99,8 +94,8 @@ static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const 
 static void accept_dispatch(worker_t *w, const mq_delivery_t *d, const envelope_t *e,
                             const dispatch_t *disp)
 {
-    char id[24];
-    id_text(disp->execution_id, id, sizeof id);
+    char id[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(disp->execution_id, id, sizeof id);
     execs_record_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
     if (x) {
         duplicate(w, x, d);
@@ -142,9 +137,9 @@ static void on_done(const runner_result_t *r, void *arg)
 {
     execs_record_t *x = arg;
     worker_t *w = x->owner;
-    char ended_at[40], id[24], ms[24], code[16];
+    char ended_at[40], id[IDS_EXECUTION_ID_TEXT], ms[24], code[16];
     ts_now(ended_at, sizeof ended_at);
-    id_text(x->execution_id, id, sizeof id);
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, r->duration_ms);
     snprintf(code, sizeof code, "%d", r->exit_code);
     if (r->outcome == RUNNER_COMPLETED)
@@ -163,8 +158,8 @@ static void on_done(const runner_result_t *r, void *arg)
 
 static void start(worker_t *w, execs_record_t *x)
 {
-    char id[24], err[ERRBUF_SIZE], timeout[16];
-    id_text(x->execution_id, id, sizeof id);
+    char id[IDS_EXECUTION_ID_TEXT], err[ERRBUF_SIZE], timeout[16];
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     /* The submission's timeout, else the action's configured one, else the worker default. */
     if (x->timeout_s <= 0)
         x->timeout_s = action_timeouts_lookup(w->o.cfg->worker.action_timeouts, x->action_ref);
@@ -238,8 +233,8 @@ void intake_requeue_held(worker_t *w)
 {
     execs_record_t *x;
     while ((x = execs_first_held(&w->execs)) != NULL) {
-        char id[24];
-        id_text(x->execution_id, id, sizeof id);
+        char id[IDS_EXECUTION_ID_TEXT];
+        ids_execution_id_text(x->execution_id, id, sizeof id);
         for (size_t i = 0; i < x->n_tags; i++) {
             w->stats.requeued++;
             settle(w, x->tags[i], false, true, id);
