@@ -1,4 +1,4 @@
-/* `warren topology declare|verify`: create the broker topology, or report how the live one drifts. */
+/* `warren topology declare|verify`: create the broker topology, or report how it drifts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -71,7 +71,7 @@ void mq_consumer_lost(mq_client_t *c, int status);
 /* Raw channel access for topology declarations (bypasses the breaker; admin path). */
 amqp_connection_state_t mq_conn(mq_client_t *c);
 int mq_channel(const mq_client_t *c);
-/* After a channel.close from the broker: answer close-ok and reopen. Error text of the close in err. */
+/* After a channel.close from the broker: answer close-ok and reopen; the close's text in err. */
 int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* Describe an rpc reply ("404 NOT_FOUND - no exchange 'x'") into buf. */
 void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len);

@@ -10,7 +10,7 @@
 
 static void ack_dispatch(worker_t *w, execs_record_t *x, const char *id);
 
-/* body (malloc'd, may be NULL after OOM) is taken over. -1 when the report was dropped (logged
+/* Takes ownership of body (malloc'd, NULL after OOM). -1 when the report was dropped (logged
  * and counted). */
 static int enqueue(worker_t *w, outbox_kind_t kind, const execs_record_t *x, msg_type_t type,
                    const char *message_id, const char *key_prefix, char *body, size_t len)
@@ -94,7 +94,7 @@ void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *
     }
 }
 
-/* The message for m; id (IDS_EXECUTION_ID_TEXT bytes) holds the execution id text it points at. */
+/* The message for m; id (IDS_EXECUTION_ID_TEXT bytes) gets the execution id text it points at. */
 static mq_message_t message_of(const worker_t *w, const outbox_msg_t *m, char *id)
 {
     ids_execution_id_text(m->execution_id, id, IDS_EXECUTION_ID_TEXT);

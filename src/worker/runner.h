@@ -86,8 +86,8 @@ json_object *runner_handlers(const runner_t *r);
 /*
  * Start a job for spec (its strings are copied). Every problem with the job itself (unknown or
  * invalid action_ref, failing spawn) is reported as a FAILED result through done_cb, so each
- * accepted job produces exactly one result. Returns -1 (done_cb never called) only when memory or the
- * loop fail, with the reason in err.
+ * accepted job produces exactly one result. Returns -1 (done_cb never called) only when memory
+ * or the loop fail, with the reason in err.
  */
 int runner_start(runner_t *r, const runner_spec_t *spec, runner_done_cb done_cb, void *arg,
                  char *err, size_t errlen) WARN_UNUSED;
