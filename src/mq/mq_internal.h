@@ -55,14 +55,14 @@ struct mq_client {
 /* Connection (client.c) */
 /* Connect unless connected. `probe`: a half-open breaker probe, which skips the backoff wait.
  * Returns MQ_OK or MQ_ERR_CONNECTION (reason in c->last_error). */
-int mq_ensure_connected(mq_client_t *c, bool probe);
+int mq_ensure_connected(mq_client_t *c, bool probe) WARN_UNUSED;
 /* The connection is unusable: destroy it, mark outstanding publishes LOST, drop the consumer. */
 void mq_connection_lost(mq_client_t *c, const char *why);
 /* The channel was closed (close-ok already sent): reset confirms, drop the consumer, reopen. */
 int mq_channel_closed(mq_client_t *c, const char *why);
 /* Wait until the socket can take `bytes` more without blocking, up to deadline_ms. On a stall
  * the connection is dropped. Returns MQ_OK or MQ_ERR_CONNECTION. */
-int mq_wait_writable(mq_client_t *c, size_t bytes, int64_t deadline_ms);
+int mq_wait_writable(mq_client_t *c, size_t bytes, int64_t deadline_ms) WARN_UNUSED;
 void mq_set_error(mq_client_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The consumer (if any) is gone for `status`, reason in c->last_error; mq_consume_next reports
  * both until mq_consume resubscribes. */
