@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every path a source file, comment or document cites under src/, include/, tests/, docs/,
 # schema/ or scripts/ exists, so citations cannot rot when files move. Not checked: globs and
-# brace lists (tests/unit/test_*.c), placeholders in capitals (src/MODULE/, schema/NNN_*.sql),
-# and paths that continue another one ($src/docs/..., http://host/docs/...).
+# brace lists (tests/unit/test_*.c), placeholders in capitals (src/MODULE/,
+# tests/unit/test_NAME.c) and paths that continue another one ($src/docs/..., http://h/docs/...).
 set -euo pipefail
 
 src=${WARREN_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -40,7 +40,7 @@ while IFS=: read -r file line match; do
     fi
     case "$next" in '*' | '{' | '<' | '$' | '[') continue ;; esac
     # A component in capitals (NAME, MODULE, NNN_x.sql) is a placeholder; README.md is not.
-    if grep -qE '(^|/)([A-Z][A-Z0-9]+)([_./]|$)' <<<"$path" &&
+    if grep -qE '(^|[/_])[A-Z][A-Z0-9]+([_./]|$)' <<<"$path" &&
         ! grep -qE '(^|/)(README|LICENSE|CHANGELOG)(\.|$)' <<<"$path"; then
         continue
     fi
