@@ -29,6 +29,6 @@ int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *
  * given) with the configuration; print one line per drift to out. Returns the number of
  * drifts found, or -1 when the broker cannot be inspected. worker_ids may be NULL. */
 int topo_verify(mq_client_t *c, const warren_config_t *cfg, const char *mgmt_url,
-                const char *const *worker_ids, size_t n_workers, FILE *out);
+                const char *const *worker_ids, size_t n_workers, FILE *out) WARN_UNUSED;
 
 #endif

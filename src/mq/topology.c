@@ -51,7 +51,7 @@ static amqp_table_t queue_table(const topo_queue_t *q, amqp_table_entry_t *e)
 
 /* Check the reply of the last declaration. A refusal closed the channel: explain it and
  * reopen, so the client stays usable. */
-static int declared(mq_client_t *c, const char *what, const char *name, char *err, size_t errlen)
+static int check_reply(mq_client_t *c, const char *what, const char *name, char *err, size_t errlen)
 {
     amqp_rpc_reply_t r = amqp_get_rpc_reply(mq_conn(c));
     if (r.reply_type == AMQP_RESPONSE_NORMAL)
@@ -72,7 +72,7 @@ static int declare_exchange(mq_client_t *c, const topo_exchange_t *x, char *err,
 {
     amqp_exchange_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(x->name),
                           amqp_cstring_bytes(x->type), 0, 1, 0, 0, amqp_empty_table);
-    return declared(c, "exchange", x->name, err, errlen);
+    return check_reply(c, "exchange", x->name, err, errlen);
 }
 
 static int declare_queue(mq_client_t *c, const topo_queue_t *q, char *err, size_t errlen)
@@ -80,14 +80,14 @@ static int declare_queue(mq_client_t *c, const topo_queue_t *q, char *err, size_
     amqp_table_entry_t entries[TOPO_MAX_ARGS];
     amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(q->name), 0, 1,
                        0, 0, queue_table(q, entries));
-    return declared(c, "queue", q->name, err, errlen);
+    return check_reply(c, "queue", q->name, err, errlen);
 }
 
 static int declare_binding(mq_client_t *c, const topo_binding_t *b, char *err, size_t errlen)
 {
     amqp_queue_bind(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(b->queue),
                     amqp_cstring_bytes(b->exchange), amqp_cstring_bytes(b->key), amqp_empty_table);
-    return declared(c, "binding of queue", b->queue, err, errlen);
+    return check_reply(c, "binding of queue", b->queue, err, errlen);
 }
 
 static int apply_plan(mq_client_t *c, const topo_plan_t *p, char *err, size_t errlen)

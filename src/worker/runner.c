@@ -29,6 +29,7 @@
  */
 typedef enum { JOB_RUNNING = 0, JOB_STOPPING, JOB_DONE } job_state_t;
 
+/* One started runner_spec_t: its process (or in-process run), pipes, output and result. */
 typedef struct job {
     runner_t *runner;
     struct job *prev, *next;
@@ -491,7 +492,7 @@ static void job_watch(job_t *j)
 /* ---- the runner -------------------------------------------------------------------------- */
 
 /* A job record for spec, linked into the runner; NULL on OOM. Freed by on_job_done(). */
-static job_t *job_new(runner_t *r, const runner_job_t *spec, runner_done_cb done_cb, void *arg)
+static job_t *job_new(runner_t *r, const runner_spec_t *spec, runner_done_cb done_cb, void *arg)
 {
     job_t *j = calloc(1, sizeof *j);
     if (!j)
@@ -524,7 +525,7 @@ static job_t *job_new(runner_t *r, const runner_job_t *spec, runner_done_cb done
     return j;
 }
 
-int runner_start(runner_t *r, const runner_job_t *spec, runner_done_cb done_cb, void *arg,
+int runner_start(runner_t *r, const runner_spec_t *spec, runner_done_cb done_cb, void *arg,
                  char *err, size_t errlen)
 {
     job_t *j = job_new(r, spec, done_cb, arg);

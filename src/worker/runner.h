@@ -9,8 +9,8 @@
  * timeout the whole group gets SIGTERM, then SIGKILL kill_grace_s later. When the handler
  * process exits, whatever it left running in its group is killed.
  *
- * In-process handlers (core.noop and the *.so modules in handlers_dir, see warren/handler.h) run inline inside
- * runner_start(); their result is still delivered through done_cb from the loop.
+ * In-process handlers (core.noop and the *.so modules in handlers_dir, see warren/handler.h) run
+ * inline inside runner_start(); their result is still delivered through done_cb from the loop.
  *
  * The runner owns a SIGCHLD event on the base and ignores SIGPIPE process-wide (a handler that
  * closes stdin early must not kill the worker); handlers get default signal dispositions back.
@@ -34,14 +34,15 @@ typedef struct runner_opts {
 
 typedef enum { RUNNER_COMPLETED = 0, RUNNER_FAILED, RUNNER_TIMEOUT } runner_outcome_t;
 
-typedef struct runner_job {
+/* What to run: the runner turns it into a job of its own (its strings are copied). */
+typedef struct runner_spec {
     int64_t execution_id;
     const char *action_ref;
     const char *params_json; /* NULL or params_len 0 means "{}" */
     size_t params_len;
     int attempt;
     int timeout_s; /* <= 0: opts.default_timeout_s */
-} runner_job_t;
+} runner_spec_t;
 
 /*
  * The outcome of one execution. Every pointer is owned by the runner and valid only until
@@ -83,13 +84,13 @@ bool runner_has_handler(const runner_t *r, const char *action_ref);
 json_object *runner_handlers(const runner_t *r);
 
 /*
- * Start job (its strings are copied). Every problem with the job itself (unknown or invalid
- * action_ref, failing spawn) is reported as a FAILED result through done_cb, so each accepted
- * job produces exactly one result. Returns -1 (done_cb never called) only when memory or the
- * loop fail, with the reason in err.
+ * Start a job for spec (its strings are copied). Every problem with the job itself (unknown or
+ * invalid action_ref, failing spawn) is reported as a FAILED result through done_cb, so each
+ * accepted job produces exactly one result. Returns -1 (done_cb never called) only when memory
+ * or the loop fail, with the reason in err.
  */
-int runner_start(runner_t *r, const runner_job_t *job, runner_done_cb done_cb, void *arg, char *err,
-                 size_t errlen) WARN_UNUSED;
+int runner_start(runner_t *r, const runner_spec_t *spec, runner_done_cb done_cb, void *arg,
+                 char *err, size_t errlen) WARN_UNUSED;
 
 /* Jobs started whose done_cb has not run yet. */
 size_t runner_running(const runner_t *r);

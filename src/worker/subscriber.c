@@ -143,7 +143,7 @@ void subscriber_cancel(worker_t *w)
     if (rc != MQ_OK)
         log_kv(LOG_WARN, "cancelling the consumer failed", "worker", w->id, "status",
                mq_status_name(rc), "error", err, NULL);
-    subscriber_drain(w); /* deliveries sent before the cancel: requeued, since not RUNNING */
+    subscriber_drain(w); /* deliveries sent before the cancel: requeued, since not running */
 }
 
 void subscriber_pump(worker_t *w)

@@ -20,7 +20,7 @@
  * them; DONE leaves the loop. */
 typedef enum { PHASE_RUNNING = 0, PHASE_DRAINING, PHASE_DONE } worker_phase_t;
 
-/* Counters for the stats log line (one place, see STYLE.md rule 8). */
+/* Counters for the stats log line, all in one place. */
 typedef struct worker_stats {
     uint64_t deliveries; /* dispatches received */
     uint64_t started, completed, failed, timed_out;
@@ -92,7 +92,6 @@ void subscriber_pump(worker_t *w);
 /* intake.c */
 /* One delivery from the worker queue; frees it. */
 void intake_delivery(worker_t *w, mq_delivery_t *d);
-/* Start held executions while there is room. */
 /* Start what is held while there is room; returns how many started. */
 size_t intake_start_held(worker_t *w);
 /* Shutdown: nack (requeue) every execution not started yet. */
@@ -101,8 +100,9 @@ void intake_requeue_held(worker_t *w);
 void intake_forget_deliveries(worker_t *w);
 
 /* reporter.c */
-void reporter_running(worker_t *w, exec_t *x);
-void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at);
+void reporter_running(worker_t *w, execs_record_t *x);
+void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *r,
+                         const char *ended_at);
 /* Publish what is due in the outbox, in order; a failure arms the retry timer. */
 void reporter_flush(worker_t *w);
 /* Publish a heartbeat now (best effort: the next one follows anyway). */

@@ -158,15 +158,15 @@ static void run_until(fixture_t *f, size_t n, int timeout_ms)
 static void start(fixture_t *f, int64_t id, const char *ref, const char *params, int timeout_s,
                   got_t *g)
 {
-    runner_job_t job = {.execution_id = id,
-                        .action_ref = ref,
-                        .params_json = params,
-                        .params_len = params ? strlen(params) : 0,
-                        .attempt = 1,
-                        .timeout_s = timeout_s};
+    runner_spec_t spec = {.execution_id = id,
+                          .action_ref = ref,
+                          .params_json = params,
+                          .params_len = params ? strlen(params) : 0,
+                          .attempt = 1,
+                          .timeout_s = timeout_s};
     char err[ERRBUF_SIZE];
     memset(g, 0, sizeof *g);
-    assert_int_equal(runner_start(f->runner, &job, on_done, g, err, sizeof err), 0);
+    assert_int_equal(runner_start(f->runner, &spec, on_done, g, err, sizeof err), 0);
 }
 
 /* Start one job and wait for its result (at most 10 s). */
@@ -291,11 +291,11 @@ static void test_environment_is_minimal(void **state)
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
     write_handler(f, "t.env", "env; echo end");
-    runner_job_t job = {
+    runner_spec_t spec = {
         .execution_id = 9000000000LL, .action_ref = "t.env", .attempt = 3, .timeout_s = 7};
     got_t g = {0};
     char err[ERRBUF_SIZE];
-    assert_int_equal(runner_start(f->runner, &job, on_done, &g, err, sizeof err), 0);
+    assert_int_equal(runner_start(f->runner, &spec, on_done, &g, err, sizeof err), 0);
     run_until(f, 1, 5000);
     assert_int_equal(g.outcome, RUNNER_COMPLETED);
     assert_non_null(strstr(g.result, "WARREN_EXECUTION_ID=9000000000\\n"));
