@@ -40,6 +40,7 @@ static void stats_log(worker_t *w, const char *msg)
         s->heartbeats_failed,
         s->resubscribes,
         s->abandoned,
+        runner_stuck(w->runner),
     };
     char v[sizeof n / sizeof n[0]][24];
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
@@ -48,7 +49,7 @@ static void stats_log(worker_t *w, const char *msg)
            "deliveries", v[3], "started", v[4], "completed", v[5], "failed", v[6], "timeout", v[7],
            "rejected", v[8], "duplicates", v[9], "requeued", v[10], "dropped_held", v[11],
            "publish_retries", v[12], "reports_lost", v[13], "heartbeats_failed", v[14],
-           "resubscribes", v[15], "abandoned", v[16], NULL);
+           "resubscribes", v[15], "abandoned", v[16], "stuck_handlers", v[17], NULL);
 }
 
 void worker_finish(worker_t *w, int exit_code)
