@@ -101,6 +101,25 @@ int topo_plan_worker(const warren_config_t *cfg, const char *worker_id, topo_pla
     return 0;
 }
 
+int topo_plan_control(const warren_config_t *cfg, const char *worker_id, topo_plan_t *p)
+{
+    const typeof(cfg->rabbitmq) *r = &cfg->rabbitmq;
+    char queue[TOPO_NAME_MAX], key[TOPO_NAME_MAX];
+    memset(p, 0, sizeof *p);
+    if (topo_control_queue(worker_id, queue, sizeof queue) != 0 ||
+        topo_cancel_key(worker_id, key, sizeof key) != 0)
+        return -1;
+    add_exchange(p, r->exchanges.executions, "topic");
+    /* Not add_queue(): a quorum queue can be neither exclusive nor transient. */
+    topo_queue_t *q = &p->queues[p->n_queues++];
+    set_name(q->name, queue, NULL, NULL);
+    q->transient = true;
+    if (r->dead_letter.enabled) /* a control message the worker refuses is kept there */
+        add_str_arg(q, "x-dead-letter-exchange", r->dead_letter.exchange);
+    add_binding(p, r->exchanges.executions, queue, key);
+    return 0;
+}
+
 const topo_arg_t *topo_queue_arg(const topo_queue_t *q, const char *key)
 {
     for (size_t i = 0; i < q->n_args; i++)
