@@ -16,8 +16,6 @@
 #define OUTBOX_SLACK 16
 #define RETRY_BASE_MS 200
 #define RETRY_MAX_MS 30000
-#define SUBSCRIBE_BASE_MS 250
-#define SUBSCRIBE_MAX_MS 10000
 
 static void stats_log(worker_t *w, const char *msg)
 {
@@ -139,7 +137,7 @@ static void drain(worker_t *w, const char *signal_name)
     intake_requeue_held(w);
     reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
     (void)evloop_arm(&w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
-    subscriber_cancel(w); /* requeues what arrives meanwhile; may already finish the drain */
+    subscriber_cancel(&w->dispatch); /* requeues what arrives meanwhile; may finish the drain */
     worker_kick(w);
 }
 
@@ -173,7 +171,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     worker_t *w = arg;
-    subscriber_pump(w);
+    subscriber_pump(&w->dispatch);
     int rc = mq_pump(w->publisher);
     (void)rc; /* heartbeats and late frames; a loss shows at the next publish */
 }
@@ -205,7 +203,8 @@ static int setup_events(worker_t *w)
     evtimer_assign(&w->ev_retry, w->base, on_kick, w);
     evtimer_assign(&w->ev_deadline, w->base, on_deadline, w);
     evtimer_assign(&w->ev_kick, w->base, on_kick, w);
-    subscriber_init(w);
+    subscriber_init(&w->dispatch, w, &subscriber_dispatches, w->consumer, w->queue,
+                    &w->stats.resubscribes);
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)w->o.cfg->rabbitmq.heartbeat_s * 1000);
     if (evloop_every(&w->ev_pump, w->base, pump_ms, on_pump, w) != 0 ||
         evloop_every(&w->ev_heartbeat, w->base, (int64_t)w->o.heartbeat_interval_s * 1000,
@@ -245,7 +244,6 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     execs_init(&w->execs);
     outbox_init(&w->outbox, 2 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
                 RETRY_MAX_MS);
-    backoff_init(&w->subscribe_backoff, SUBSCRIBE_BASE_MS, SUBSCRIBE_MAX_MS);
     w->base = event_base_new();
     if (!w->base) {
         snprintf(err, errlen, "cannot create the event loop");
@@ -291,7 +289,7 @@ static int run(const worker_opts_t *opts)
         snprintf(n, sizeof n, "%d", opts->max_concurrency);
         log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue, "max_concurrency",
                n, "handlers_dir", opts->runner.handlers_dir, "host", w->host, NULL);
-        subscriber_start_later(w, 0);
+        subscriber_start_later(&w->dispatch, 0);
         if (w->phase != PHASE_DONE)
             event_base_dispatch(w->base);
         rc = w->exit_code;
