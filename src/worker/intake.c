@@ -151,6 +151,8 @@ static void on_done(const runner_result_t *r, void *arg)
         w->stats.completed++;
     else if (r->outcome == RUNNER_TIMEOUT)
         w->stats.timed_out++;
+    else if (r->outcome == RUNNER_CANCELLED)
+        w->stats.cancelled++;
     else
         w->stats.failed++;
     log_kv(LOG_INFO, "execution finished", "worker", w->id, "execution_id", id, "action_ref",
@@ -197,13 +199,16 @@ static void start(worker_t *w, exec_t *x)
     reporter_running(w, x);
 }
 
-/* Room for one more: a free slot, and room in the outbox for its two reports and those of every
- * running execution, so a report never finds the outbox full. */
+/* Room for one more: a free slot, and room in the outbox for its two reports, those of every
+ * running execution and one for each other held one (its cancel is reported), so a report never
+ * finds the outbox full. */
 static bool room_to_start(const worker_t *w)
 {
     size_t running = runner_running(w->runner);
+    size_t held = execs_count(&w->execs, STAGE_HELD); /* the one to start included */
+    size_t others = held > 0 ? held - 1 : 0;
     return running < (size_t)w->o.max_concurrency &&
-           w->outbox.len + 2 * (running + 1) <= w->outbox.cap;
+           w->outbox.len + 2 * (running + 1) + others <= w->outbox.cap;
 }
 
 /* While reports fail nothing new starts: work whose status cannot reach the executor would
@@ -232,6 +237,19 @@ size_t intake_start_held(worker_t *w)
         started++;
     }
     return started;
+}
+
+void intake_cancel_held(worker_t *w, exec_t *x)
+{
+    runner_result_t r = {
+        .execution_id = x->execution_id,
+        .action_ref = x->action_ref,
+        .outcome = RUNNER_CANCELLED,
+        .exit_code = -1,
+        .stderr_tail = "",
+        .error = "Cancelled by request",
+    };
+    on_done(&r, x); /* never started: no started_at, and its completion acks the dispatch */
 }
 
 void intake_requeue_held(worker_t *w)

@@ -53,7 +53,7 @@ typedef struct subscription {
 /* Counters for the stats log line (one place, see STYLE.md rule 8). */
 typedef struct worker_stats {
     uint64_t deliveries; /* dispatches received */
-    uint64_t started, completed, failed, timed_out;
+    uint64_t started, completed, failed, timed_out, cancelled;
     uint64_t rejected;        /* nacked without requeue: dead-lettered */
     uint64_t duplicates;      /* redeliveries of executions already here: not run again */
     uint64_t requeued;        /* nacked with requeue while shutting down */
@@ -62,7 +62,11 @@ typedef struct worker_stats {
     uint64_t reports_lost;    /* statuses/completions never confirmed (given up at exit) */
     uint64_t heartbeats_failed;
     uint64_t resubscribes;
-    uint64_t abandoned; /* handlers killed by an immediate exit, never reported */
+    uint64_t abandoned;        /* handlers killed by an immediate exit, never reported */
+    uint64_t cancels;          /* cancel requests received */
+    uint64_t cancels_ignored;  /* of those: for executions not here, finished or ending */
+    uint64_t control_rejected; /* control messages that were no cancel for this worker */
+    uint64_t control_resubscribes;
 } worker_stats_t;
 
 struct worker {
@@ -79,6 +83,11 @@ struct worker {
     worker_phase_t phase;
     int exit_code;
     subscription_t dispatch; /* the consumer client on queue: dispatches */
+    /* Cancel requests, on a connection of their own: the control queue is exclusive and lives
+     * exactly as long as that connection, whatever happens to the dispatch consumer's. */
+    mq_client_t *control_client;
+    char control_queue[256];
+    subscription_t control;
     /* executions and their reports */
     execs_t execs;
     outbox_t outbox;
@@ -121,6 +130,10 @@ void subscriber_cancel(subscription_t *s);
 /* Service the consumer connection from the pump timer. */
 void subscriber_pump(subscription_t *s);
 
+/* control.c */
+/* The control queue: declares it (never fatal), handles cancel requests; consumes while draining. */
+extern const subscription_kind_t control_kind;
+
 /* intake.c */
 /* One delivery from the worker queue; frees it. */
 void intake_delivery(worker_t *w, mq_delivery_t *d);
@@ -129,6 +142,9 @@ void intake_delivery(worker_t *w, mq_delivery_t *d);
 size_t intake_start_held(worker_t *w);
 /* Shutdown: nack (requeue) every execution not started yet. */
 void intake_requeue_held(worker_t *w);
+/* A held execution was cancelled: report it cancelled without starting it (its dispatch is
+ * acked once that completion is confirmed). */
+void intake_cancel_held(worker_t *w, exec_t *x);
 /* The consumer channel is gone and the broker requeued every unacked delivery: forget them. */
 void intake_forget_deliveries(worker_t *w);
 
