@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "warren/log.h"
 #include "worker/worker_internal.h"
 
@@ -24,19 +23,10 @@ static int control_declare(worker_t *w, mq_client_t *c, char *err, size_t errlen
 static int parse(const worker_t *w, const mq_delivery_t *d, envelope_t *e, cancel_request_t *c,
                  char *why, size_t len)
 {
-    if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
+    if (subscriber_decode(d, MSG_EXECUTION_CANCEL_REQUESTED, e, why, len) != 0 ||
+        cancel_from_payload(e->payload, c, why, len) != 0)
         return -1;
-    if (e->type != MSG_EXECUTION_CANCEL_REQUESTED) {
-        snprintf(why, len, "message_type '%s' is not ExecutionCancelRequested", e->type_name);
-        return -1;
-    }
-    if (cancel_from_payload(e->payload, c, why, len) != 0)
-        return -1;
-    if (strcmp(c->worker_id, w->id) != 0) {
-        snprintf(why, len, "cancel for worker '%s' reached worker '%s'", c->worker_id, w->id);
-        return -1;
-    }
-    return 0;
+    return subscriber_addressed(w, "cancel", c->worker_id, why, len);
 }
 
 /* What became of a cancel request, for the log line that says so. */

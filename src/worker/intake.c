@@ -40,19 +40,10 @@ static void reject(worker_t *w, const mq_delivery_t *d, const char *why)
 static int parse(worker_t *w, const mq_delivery_t *d, envelope_t *e, dispatch_t *disp, char *why,
                  size_t len)
 {
-    if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
+    if (subscriber_decode(d, MSG_EXECUTION_REQUESTED, e, why, len) != 0 ||
+        dispatch_from_payload(e->payload, disp, why, len) != 0)
         return -1;
-    if (e->type != MSG_EXECUTION_REQUESTED) {
-        snprintf(why, len, "message_type '%s' is not ExecutionRequested", e->type_name);
-        return -1;
-    }
-    if (dispatch_from_payload(e->payload, disp, why, len) != 0)
-        return -1;
-    if (strcmp(disp->worker_id, w->id) != 0) {
-        snprintf(why, len, "dispatch for worker '%s' reached worker '%s'", disp->worker_id, w->id);
-        return -1;
-    }
-    return 0;
+    return subscriber_addressed(w, "dispatch", disp->worker_id, why, len);
 }
 
 /* The same execution and attempt is already here: never run it twice. */

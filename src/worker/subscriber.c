@@ -1,6 +1,7 @@
 /* The worker's subscriptions: declare and consume a queue, again after any loss; drain. The
  * dispatch queue's kind is here; the control queue's is in control.c. */
 #include <stdio.h>
+#include <string.h>
 #include "warren/log.h"
 #include "worker/worker_internal.h"
 
@@ -160,6 +161,25 @@ void subscriber_pump(subscription_t *s)
         int rc = mq_pump(s->client);
         (void)rc; /* a loss shows at the next ack or subscription */
     }
+}
+
+int subscriber_decode(const mq_delivery_t *d, msg_type_t type, envelope_t *e, char *why, size_t len)
+{
+    if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
+        return -1;
+    if (e->type != type) {
+        snprintf(why, len, "message_type '%s' is not %s", e->type_name, msg_type_name(type));
+        return -1;
+    }
+    return 0;
+}
+
+int subscriber_addressed(const worker_t *w, const char *what, const char *to, char *why, size_t len)
+{
+    if (strcmp(to, w->id) == 0)
+        return 0;
+    snprintf(why, len, "%s for worker '%s' reached worker '%s'", what, to, w->id);
+    return -1;
 }
 
 /* ---- the dispatch queue ---------------------------------------------------------------------- */

@@ -129,6 +129,14 @@ void subscriber_drain(subscription_t *s);
 void subscriber_cancel(subscription_t *s);
 /* Service the consumer connection from the pump timer. */
 void subscriber_pump(subscription_t *s);
+/* d's body as an envelope of message type `type` (the caller frees e either way); -1 with the
+ * reason in why. */
+int subscriber_decode(const mq_delivery_t *d, msg_type_t type, envelope_t *e, char *why,
+                      size_t len) WARN_UNUSED;
+/* A `what` ("dispatch", "cancel") addressed to worker `to` reached w: -1 with the reason in why
+ * when that is another worker. */
+int subscriber_addressed(const worker_t *w, const char *what, const char *to, char *why,
+                         size_t len) WARN_UNUSED;
 
 /* control.c */
 /* The control queue: declares it (never fatal), handles cancel requests; consumes while draining. */

@@ -373,16 +373,41 @@ static void test_killed_by_signal(void **state)
  * Run handler `name` whose script finds in $pidfile where to record a process id to watch;
  * returns that id once the result is in.
  */
+static void write_recorder(fixture_t *f, const char *name, const char *script, char *pidfile,
+                           size_t len)
+{
+    char body[512];
+    snprintf(pidfile, len, "%s/%s.pid", f->dir, name);
+    snprintf(body, sizeof body, "pidfile=%s\n%s", pidfile, script);
+    write_handler(f, name, body);
+}
+
 static pid_t run_recording_pid(fixture_t *f, const char *name, const char *script, int timeout_s,
                                got_t *g)
 {
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
-    char body[512], pidfile[128];
-    snprintf(pidfile, sizeof pidfile, "%s/%s.pid", f->dir, name);
-    snprintf(body, sizeof body, "pidfile=%s\n%s", pidfile, script);
-    write_handler(f, name, body);
+    char pidfile[128];
+    write_recorder(f, name, script, pidfile, sizeof pidfile);
     run_one(f, name, "{}", timeout_s, g);
+    return read_pid(pidfile);
+}
+
+/* Start the same kind of handler (on the runner made already) as execution id, and return the
+ * recorded id once it is there: meanwhile the loop runs, or (run_loop false) it does not, so the
+ * handler's end stays unseen. The script writes the file whole (mv), never half. */
+static pid_t start_recording_pid(fixture_t *f, int64_t id, const char *name, const char *script,
+                                 bool run_loop, got_t *g)
+{
+    char pidfile[128];
+    write_recorder(f, name, script, pidfile, sizeof pidfile);
+    start(f, id, name, "{}", 0, g);
+    for (int i = 0; i < 250 && read_pid(pidfile) == 0; i++) {
+        if (run_loop)
+            run_until(f, f->ndone + 1, 20);
+        else
+            usleep(20000);
+    }
     return read_pid(pidfile);
 }
 
@@ -579,16 +604,10 @@ static void test_free_kills_running(void **state)
     fixture_t *f = *state;
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
-    char body[512], pidfile[128];
-    snprintf(pidfile, sizeof pidfile, "%s/self.pid", f->dir);
-    snprintf(body, sizeof body, "echo $$ > %s.tmp && mv %s.tmp %s\nexec sleep 1000", pidfile,
-             pidfile, pidfile);
-    write_handler(f, "t.forever", body);
     got_t g;
-    start(f, 1, "t.forever", "{}", 0, &g);
-    for (int i = 0; i < 100 && read_pid(pidfile) == 0; i++)
-        run_until(f, 1, 20);
-    pid_t pid = read_pid(pidfile);
+    pid_t pid = start_recording_pid(
+        f, 1, "t.forever", "echo $$ > $pidfile.tmp && mv $pidfile.tmp $pidfile\nexec sleep 1000",
+        true, &g);
     assert_true(pid > 0);
     runner_free(f->runner);
     f->runner = NULL;
@@ -834,16 +853,10 @@ static void test_cancel_exec_group(void **state)
     fixture_t *f = *state;
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
-    char body[512], pidfile[128];
-    snprintf(pidfile, sizeof pidfile, "%s/child.pid", f->dir);
-    snprintf(body, sizeof body, "sleep 1000 &\necho $! > %s.tmp && mv %s.tmp %s\nwait", pidfile,
-             pidfile, pidfile);
-    write_handler(f, "t.hang", body);
     got_t g;
-    start(f, 5, "t.hang", "{}", 0, &g);
-    for (int i = 0; i < 100 && read_pid(pidfile) == 0; i++)
-        run_until(f, 1, 20);
-    pid_t grandchild = read_pid(pidfile);
+    pid_t grandchild = start_recording_pid(
+        f, 5, "t.hang", "sleep 1000 &\necho $! > $pidfile.tmp && mv $pidfile.tmp $pidfile\nwait",
+        true, &g);
     assert_true(grandchild > 0);
     assert_int_equal(runner_cancel(f->runner, 5, 1), RUNNER_CANCEL_STOPPING);
     run_until(f, 1, 5000);
@@ -863,18 +876,13 @@ static void test_cancel_race(void **state)
     fixture_t *f = *state;
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
-    char body[512], pidfile[128];
-    snprintf(pidfile, sizeof pidfile, "%s/self.pid", f->dir);
-    snprintf(body, sizeof body, "echo $$ > %s.tmp && mv %s.tmp %s\necho '{\"done\": true}'",
-             pidfile, pidfile, pidfile);
-    write_handler(f, "t.quick", body);
     got_t g;
-    start(f, 6, "t.quick", "{}", 0, &g);
     /* The loop does not run: the handler ends unseen (a zombie). */
-    for (int i = 0; i < 250 && read_pid(pidfile) == 0; i++)
-        usleep(20000);
-    assert_true(read_pid(pidfile) > 0);
-    assert_true(process_gone(read_pid(pidfile)));
+    pid_t pid = start_recording_pid(
+        f, 6, "t.quick",
+        "echo $$ > $pidfile.tmp && mv $pidfile.tmp $pidfile\necho '{\"done\": true}'", false, &g);
+    assert_true(pid > 0);
+    assert_true(process_gone(pid));
     assert_int_equal(runner_cancel(f->runner, 6, 1), RUNNER_CANCEL_ENDED);
     run_until(f, 1, 5000);
     assert_int_equal(g.outcome, RUNNER_COMPLETED);
