@@ -46,10 +46,13 @@ static struct timespec mono_in(int64_t ms)
     return ts;
 }
 
+/* Longest single wait(), so the deadline's seconds cannot overflow (about 31 years). */
+#define WAIT_MAX_MS INT64_C(1000000000000)
+
 static int call_wait(const warren_handler_call_t *call, int64_t ms)
 {
     inproc_run_t *run = call->worker;
-    struct timespec until = mono_in(ms > 0 ? ms : 0);
+    struct timespec until = mono_in(ms <= 0 ? 0 : ms < WAIT_MAX_MS ? ms : WAIT_MAX_MS);
     pthread_mutex_lock(&run->mu);
     while (atomic_load(&run->stop) == WARREN_HANDLER_GO_ON &&
            pthread_cond_timedwait(&run->cond, &run->mu, &until) != ETIMEDOUT)
