@@ -35,19 +35,10 @@ static void reject(worker_t *w, const mq_delivery_t *d, const char *why)
 static int parse(worker_t *w, const mq_delivery_t *d, envelope_t *e, dispatch_t *disp, char *why,
                  size_t len)
 {
-    if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
+    if (subscriber_decode(d, MSG_EXECUTION_REQUESTED, e, why, len) != 0 ||
+        dispatch_from_payload(e->payload, disp, why, len) != 0)
         return -1;
-    if (e->type != MSG_EXECUTION_REQUESTED) {
-        snprintf(why, len, "message_type '%s' is not ExecutionRequested", e->type_name);
-        return -1;
-    }
-    if (dispatch_from_payload(e->payload, disp, why, len) != 0)
-        return -1;
-    if (strcmp(disp->worker_id, w->id) != 0) {
-        snprintf(why, len, "dispatch for worker '%s' reached worker '%s'", disp->worker_id, w->id);
-        return -1;
-    }
-    return 0;
+    return subscriber_addressed(w, "dispatch", disp->worker_id, why, len);
 }
 
 /* The same execution and attempt is already here: never run it twice. */
@@ -146,6 +137,8 @@ static void on_done(const runner_result_t *r, void *arg)
         w->stats.completed++;
     else if (r->outcome == RUNNER_TIMEOUT)
         w->stats.timed_out++;
+    else if (r->outcome == RUNNER_CANCELLED)
+        w->stats.cancelled++;
     else
         w->stats.failed++;
     log_kv(LOG_INFO, "execution finished", "worker", w->id, "execution_id", id, "action_ref",
@@ -192,13 +185,16 @@ static void start(worker_t *w, execs_record_t *x)
     reporter_running(w, x);
 }
 
-/* Room for one more: a free slot, and room in the outbox for its two reports and those of every
- * running execution, so a report never finds the outbox full. */
+/* Room for one more: a free slot, and room in the outbox for its two reports, those of every
+ * running execution and one for each other held one (its cancel is reported), so a report never
+ * finds the outbox full. */
 static bool room_to_start(const worker_t *w)
 {
     size_t running = runner_running(w->runner);
+    size_t held = execs_count(&w->execs, STAGE_HELD); /* the one to start included */
+    size_t others = held > 0 ? held - 1 : 0;
     return running < (size_t)w->o.max_concurrency &&
-           w->outbox.len + 2 * (running + 1) <= w->outbox.cap;
+           w->outbox.len + 2 * (running + 1) + others <= w->outbox.cap;
 }
 
 /* While reports fail nothing new starts: work whose status cannot reach the executor would
@@ -227,6 +223,19 @@ size_t intake_start_held(worker_t *w)
         started++;
     }
     return started;
+}
+
+void intake_cancel_held(worker_t *w, execs_record_t *x)
+{
+    runner_result_t r = {
+        .execution_id = x->execution_id,
+        .action_ref = x->action_ref,
+        .outcome = RUNNER_CANCELLED,
+        .exit_code = -1,
+        .stderr_tail = "",
+        .error = "Cancelled by request",
+    };
+    on_done(&r, x); /* never started: no started_at, and its completion acks the dispatch */
 }
 
 void intake_requeue_held(worker_t *w)

@@ -90,7 +90,8 @@ static json_object *completion_payload(const report_msg_completion_t *c, json_ob
     json_object_object_add(p, "stderr_tail",
                            json_object_new_string(c->stderr_tail ? c->stderr_tail : ""));
     json_object_object_add(p, "truncated", json_object_new_boolean(truncated));
-    json_object_object_add(p, "started_at", json_object_new_string(c->started_at));
+    json_object_object_add(p, "started_at",
+                           c->started_at && *c->started_at ? text_or_null(c->started_at) : NULL);
     json_object_object_add(p, "ended_at", json_object_new_string(c->ended_at));
     json_object_object_add(p, "duration_ms", json_object_new_int64(c->duration_ms));
     return p;
