@@ -17,6 +17,7 @@ typedef struct warren_config {
     struct {
         char *url;
         int connect_timeout_s;
+        int statement_timeout_ms; /* the executor's bound on every statement */
     } database;
     struct {
         char *url;

@@ -27,6 +27,9 @@ const cfg_key_t cfg_table[] = {
                "PostgreSQL connection URL (executor and migrate only; workers never need it)"),
     INT("database.connect_timeout_s", database.connect_timeout_s, "5", 1, 300,
         "Seconds to wait for a database connection"),
+    INT("database.statement_timeout_ms", database.statement_timeout_ms, "5000", 100, 600000,
+        "The executor's bound on one statement: the server's statement_timeout, and the "
+        "client gives a server that does not answer up a little later and reconnects"),
 
     SECRET_STR(MQ "url", rabbitmq.url, "amqp://guest:guest@127.0.0.1:5672/%2f",
                "AMQP URL of the RabbitMQ node"),

@@ -293,6 +293,16 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     consume_available(c);
 }
 
+void consumer_retry_now(consumer_t *c)
+{
+    if (!c->retry_pending)
+        return;
+    evtimer_del(&c->retry_ev);
+    backoff_reset(&c->retry_backoff);
+    c->retry_pending = false;
+    consume_available(c);
+}
+
 static void resubscribe(consumer_t *c)
 {
     char err[ERRBUF_SIZE];

@@ -85,6 +85,9 @@ void consumer_free(consumer_t *c);
 int consumer_start(consumer_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* From the pump timer: heartbeats, deliveries the library buffered, resubscribing when lost. */
 void consumer_pump(consumer_t *c);
+/* A batch kept after a database error is retried now rather than after its backoff (the
+ * database came back). */
+void consumer_retry_now(consumer_t *c);
 /* Shutdown: handle what is already read or buffered (no waiting), then stop watching. */
 void consumer_finish(consumer_t *c);
 /* Deliveries read but not yet acked (kept for a retry, or in the batch being handled). */

@@ -40,8 +40,14 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     /* A dead publisher connection is noticed and remade by the next publish. */
     if (mq_connected(x->pub) && mq_pump(x->pub) < 0)
         log_kv(LOG_DEBUG, "publisher connection lost while idle", NULL);
-    if (!x->draining)
-        each_consumer(x, consumer_pump);
+    if (x->draining)
+        return;
+    each_consumer(x, consumer_pump);
+    /* The database is back: batches kept for a retry go now, not after their backoff. */
+    if (x->db.reconnects != x->db_reconnects_seen && x->db.conn) {
+        x->db_reconnects_seen = x->db.reconnects;
+        each_consumer(x, consumer_retry_now);
+    }
 }
 
 static void on_monitor(evutil_socket_t fd, short what, void *arg)
@@ -204,6 +210,7 @@ static int start(executor_t *x)
     }
     if (dbc_init(&x->db, x->cfg->database.url, x->cfg->database.connect_timeout_s) != 0)
         return -1;
+    dbc_set_statement_timeout(&x->db, x->cfg->database.statement_timeout_ms);
     PGconn *db = dbc_get(&x->db);
     if (!db || check_migrations(db) != 0)
         return -1;

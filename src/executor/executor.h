@@ -31,6 +31,7 @@ typedef struct executor {
     struct event pump_ev, monitor_ev, stats_ev;
     evloop_signals_t signals;
     bool draining;
+    uint64_t db_reconnects_seen; /* db.reconnects when the consumers last retried at once */
 } executor_t;
 
 /* The consumers' handlers (consumer.h). results.c: ExecutionStatusChanged and
