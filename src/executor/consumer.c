@@ -190,9 +190,10 @@ static int run_work(PGconn *db, void *arg, char *err, size_t errlen)
 
 /* The first n deliveries of the batch through h: parse, one transaction, then after COMMIT
  * the counts and the log lines; the items are freed in any case. */
-static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size_t n)
+static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size_t n,
+                                const char *refused)
 {
-    handler_run_t r = {.h = h, .b = {.n = n, .queue = c->queue}};
+    handler_run_t r = {.h = h, .b = {.n = n, .queue = c->queue, .refused = refused}};
     char *items = calloc(n, h->item_size);
     if (!items)
         return DBC_UNAVAILABLE; /* kept unacked: retried later */
@@ -211,19 +212,30 @@ static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size
     return res;
 }
 
-/* One message at a time after the database refused a batch; the fallback stores a message its
+/* One message through the handler, then through the handlers for what it refused, the last
+ * resort last. */
+static dbc_result_t handle_one(consumer_t *c, const mq_delivery_t *d)
+{
+    const consumer_handler_t *h = c->handler;
+    dbc_result_t r = run_handler(c, h, 1, NULL);
+    while (r == DBC_FAILED && h != c->fallback) {
+        char refused[ERRBUF_SIZE];
+        snprintf(refused, sizeof refused, "%s", c->db->last_error);
+        h = h->on_refused ? h->on_refused : c->fallback;
+        log_kv(LOG_ERROR, "message refused by the database", "queue", c->queue, "message_id",
+               d->message_id ? d->message_id : "", "error", refused, "next", h->what, NULL);
+        r = run_handler(c, h, 1, refused);
+    }
+    return r;
+}
+
+/* One message at a time after the database refused a batch; the fallbacks store a message its
  * handler still cannot. Returns false when the database went away (retry later). */
 static bool handle_isolated(consumer_t *c)
 {
     while (c->n > 0) {
         mq_delivery_t *d = c->batch[0];
-        dbc_result_t r = run_handler(c, c->handler, 1);
-        if (r == DBC_FAILED) {
-            log_kv(LOG_ERROR, "message refused by the database; storing it raw", "queue", c->queue,
-                   "message_id", d->message_id ? d->message_id : "", NULL);
-            r = run_handler(c, c->fallback, 1);
-        }
-        if (r != DBC_OK)
+        if (handle_one(c, d) != DBC_OK)
             return false;
         ack(c, d->delivery_tag, false);
         drop_front(c, 1);
@@ -249,7 +261,7 @@ static void handle_batch(consumer_t *c)
         char size[24];
         snprintf(size, sizeof size, "%zu", k);
         log_kv(LOG_DEBUG, "batch", "queue", c->queue, "size", size, NULL);
-        dbc_result_t r = run_handler(c, c->handler, k);
+        dbc_result_t r = run_handler(c, c->handler, k, NULL);
         if (r == DBC_UNAVAILABLE) {
             schedule_retry(c);
             return;

@@ -3,7 +3,9 @@
  * socket as a read event, deliveries drained into a batch, the batch parsed and committed in
  * one transaction through the queue's handler, then acked in one go. A database outage keeps
  * the batch unacked and retries it after a delay; a batch the database refuses is retried one
- * message at a time, and a single message it still refuses is stored raw by the fallback.
+ * message at a time, and a single message it still refuses goes to the handler's on_refused
+ * (the results queue fails the execution it names), and in the end is stored raw by the
+ * fallback.
  * Nothing is acked before it is committed, and nothing is acked without being stored.
  */
 #ifndef WARREN_EXECUTOR_CONSUMER_H
@@ -21,6 +23,7 @@ typedef struct consumer_batch {
     void *items; /* n items of the handler's item_size bytes */
     size_t n;
     const char *queue;       /* the queue the deliveries came from */
+    const char *refused;     /* for a fallback: why the database refused the message before */
     executor_stats_t counts; /* what the transaction did; zero when work starts, merged
                                    * into the executor's counters only after COMMIT */
 } consumer_batch_t;
@@ -42,6 +45,9 @@ typedef struct consumer_handler {
     void (*log_item)(const void *item, const char *queue);
     /* Release what parse and work attached to item (not item itself); NULL: nothing. */
     void (*free_item)(void *item);
+    /* For one message whose transaction the database refused: the handler to try next; NULL:
+     * the consumer's last resort (consumer_opts_t.fallback). */
+    const struct consumer_handler *on_refused;
 } consumer_handler_t;
 
 typedef struct consumer {

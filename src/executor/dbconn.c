@@ -104,6 +104,7 @@ static dbc_result_t failed(dbconn_t *d, PGconn *db, bool in_transaction, const c
                            const char *err)
 {
     d->errors++;
+    snprintf(d->last_error, sizeof d->last_error, "%s", err);
     bool lost = db_connection_lost(db);
     char sqlstate[6];
     snprintf(sqlstate, sizeof sqlstate, "%s", db_last_sqlstate(db));

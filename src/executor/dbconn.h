@@ -17,9 +17,10 @@ typedef struct dbconn {
     int statement_timeout_ms; /* 0: unbounded */
     PGconn *conn;             /* NULL while down */
     backoff_t backoff;
-    int64_t next_try_ms; /* no reconnect before this (monotonic) */
-    bool down_logged;    /* "database unavailable" once per outage */
-    uint64_t errors;     /* failed transactions, for the stats line */
+    int64_t next_try_ms;          /* no reconnect before this (monotonic) */
+    bool down_logged;             /* "database unavailable" once per outage */
+    uint64_t errors;              /* failed transactions, for the stats line */
+    char last_error[ERRBUF_SIZE]; /* why the last failed unit of work failed */
     uint64_t reconnects;
 } dbconn_t;
 

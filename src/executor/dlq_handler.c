@@ -310,11 +310,7 @@ const consumer_handler_t dlq_handler = {.what = "storing dead letters",
 /* Nothing derived from the content: only what the database cannot refuse. */
 static void raw_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
-    dl_record_t *rec = item;
-    dlrec_from_delivery(rec, d, NULL, NULL, queue);
-    snprintf(rec->dedup_suffix, sizeof rec->dedup_suffix, "/%s/store_error", queue);
-    rec->reason = "store_error";
-    rec->error = "the database refused this message's record; stored raw without headers";
+    dlrec_raw(item, d, queue);
 }
 
 static int raw_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)

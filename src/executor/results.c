@@ -23,6 +23,7 @@
 #include "warren/utf8.h"
 
 #define MAX_ERROR_TEXT 8192
+#define UNAPPLIED_ERROR "The worker's completion could not be applied"
 
 typedef struct result_msg {
     inmsg_t in; /* first: dlstore_unusable reads it */
@@ -36,6 +37,9 @@ typedef struct result_msg {
     char started_at[TS_TEXT_MAX]; /* the worker's start time, UTC microseconds; "" when absent */
     int round;                    /* nth message for its execution in this batch */
     bool applied;
+    bool completion;    /* an ExecutionCompleted, also when read from a cleaned copy */
+    bool unprocessable; /* a completion of a known execution and attempt that cannot be
+                         * applied: it fails that attempt (reason unprocessable_result) */
 } result_msg_t;
 
 /* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
@@ -128,29 +132,71 @@ static int parse_outcome(result_msg_t *m)
     return 0;
 }
 
-static int parse_result(result_msg_t *m, const mq_delivery_t *d)
+/* The execution and attempt a result names, from its envelope; -1 (m->in rejected) when it
+ * names none. */
+static int parse_target(result_msg_t *m, const envelope_t *env)
 {
     char err[ERRBUF_SIZE];
     int64_t v = 0;
-    if (inmsg_open(&m->in, d) != 0)
+    jf_t p = {env->payload, "payload", err, sizeof err};
+    int rc = jf_execution_id(&p, false, &m->execution_id);
+    if (rc <= 0)
+        return inmsg_reject(&m->in, rc == 0 ? "missing_execution_id" : "parse_error", "%s",
+                            rc == 0 ? "the payload has no execution_id" : err);
+    m->in.has_execution_id = true;
+    m->in.execution_id = m->execution_id;
+    m->completion = env->type == MSG_EXECUTION_COMPLETED;
+    rc = jf_int(&p, "attempt", false, 1, INT32_MAX, &v);
+    if (rc < 0)
+        return inmsg_reject(&m->in, "parse_error", "%s", err);
+    m->attempt = rc == 1 ? (int)v : env->attempt;
+    if (m->attempt < 1)
+        return inmsg_reject(&m->in, "parse_error",
+                            "no attempt in the payload or the envelope headers");
+    return 0;
+}
+
+/*
+ * A body that is not valid UTF-8 (text cut inside a character) cannot be decoded, so the
+ * execution it reports on would never settle. A copy with the bad bytes replaced tells which
+ * execution and attempt it names; nothing else is taken from it.
+ */
+static void salvage_target(result_msg_t *m, const mq_delivery_t *d)
+{
+    if (utf8_valid(d->body, d->body_len, NULL))
+        return;
+    char *clean = utf8_clean(d->body, d->body_len);
+    envelope_t env;
+    char err[ERRBUF_SIZE];
+    inmsg_t keep = m->in;
+    if (clean && envelope_decode(clean, strlen(clean), &env, err, sizeof err) == 0) {
+        if (env.type == MSG_EXECUTION_COMPLETED && parse_target(m, &env) != 0) {
+            m->completion = false; /* no attempt to fence by */
+            m->in.has_execution_id = false;
+        }
+        envelope_free(&env);
+    }
+    bool named = m->in.has_execution_id;
+    int64_t id = m->in.execution_id;
+    m->in = keep; /* the original rejection stands */
+    m->in.has_execution_id = named;
+    m->in.execution_id = id;
+    free(clean);
+}
+
+static int parse_result(result_msg_t *m, const mq_delivery_t *d)
+{
+    if (inmsg_open(&m->in, d) != 0) {
+        salvage_target(m, d);
         return -1;
-    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    }
     msg_type_t t = m->in.env.type;
     if (t != MSG_EXECUTION_STATUS_CHANGED && t != MSG_EXECUTION_COMPLETED)
         return inmsg_reject(&m->in, "unknown_type",
                             "message type '%s' does not belong in the results queue",
                             m->in.env.type_name);
-    int rc = jf_execution_id(&p, false, &m->execution_id);
-    if (rc <= 0)
-        return inmsg_reject(&m->in, rc == 0 ? "missing_execution_id" : "parse_error", "%s",
-                            rc == 0 ? "the payload has no execution_id" : err);
-    rc = jf_int(&p, "attempt", false, 1, INT32_MAX, &v);
-    if (rc < 0)
-        return inmsg_reject(&m->in, "parse_error", "%s", err);
-    m->attempt = rc == 1 ? (int)v : m->in.env.attempt;
-    if (m->attempt < 1)
-        return inmsg_reject(&m->in, "parse_error",
-                            "no attempt in the payload or the envelope headers");
+    if (parse_target(m, &m->in.env) != 0)
+        return -1;
     parse_worker(m);
     if (parse_status(m) != 0)
         return -1;
@@ -260,12 +306,62 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
     return rc;
 }
 
-/* The unusable messages become dead letters, then the rounds are applied in order. */
+/* clang-format off */
+static const char fail_unprocessable_sql[] =
+    "UPDATE executions e SET status = " EXEC_SQL(FAILED) ", error = u.error,"
+    " result = jsonb_build_object('error', u.error, 'worker', u.worker, 'attempt', u.attempt),"
+    " wait_reason = NULL"
+    " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS u(id, attempt, error, worker)"
+    " WHERE e.id = u.id AND e.attempt = u.attempt AND e.status = ANY($5::text[])"
+    " RETURNING e.id";
+/* clang-format on */
+
+/* Fail the attempts of the unprocessable completions, in one attempt-fenced CAS. */
+static int fail_unprocessable(PGconn *db, const result_msg_t *msgs, size_t n,
+                              executor_stats_t *counts, char *err, size_t errlen)
+{
+    pgarr_t a[4];
+    size_t want = 0;
+    for (int i = 0; i < 4; i++)
+        pgarr_init(&a[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (!msgs[i].unprocessable)
+            continue;
+        char error[ERRBUF_SIZE + 64];
+        snprintf(error, sizeof error, UNAPPLIED_ERROR ": %s", msgs[i].in.error);
+        pgarr_add_int(&a[0], msgs[i].execution_id);
+        pgarr_add_int(&a[1], msgs[i].attempt);
+        pgarr_add(&a[2], error);
+        pgarr_add(&a[3], msgs[i].worker[0] ? msgs[i].worker : NULL);
+        want++;
+    }
+    char sources[256];
+    const char *params[5] = {pgarr_text(&a[0]), pgarr_text(&a[1]), pgarr_text(&a[2]),
+                             pgarr_text(&a[3]), sources};
+    int rc = trans_sources_literal(EXEC_FAILED, sources, sizeof sources);
+    for (int i = 0; i < 4; i++)
+        if (!params[i])
+            rc = -1;
+    PGresult *res = NULL;
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    else if (want > 0 &&
+             (rc = db_exec(db, fail_unprocessable_sql, 5, params, &res, err, errlen)) == 0)
+        counts->results_unprocessable += (uint64_t)PQntuples(res);
+    PQclear(res);
+    for (int i = 0; i < 4; i++)
+        pgarr_free(&a[i]);
+    return rc;
+}
+
+/* The unusable messages become dead letters (unprocessable completions fail their attempt
+ * first), then the rounds are applied in order. */
 static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
     result_msg_t *msgs = b->items;
     int rounds = assign_rounds(msgs, b->n);
-    if (dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
+    if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0 ||
+        dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
         return -1;
     for (int r = 0; r < rounds; r++)
         if (apply_round(db, msgs, b->n, r, err, errlen) != 0)
@@ -278,10 +374,20 @@ static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errle
     return 0;
 }
 
+/* A completion that names its execution and attempt but cannot be applied: it fails that
+ * attempt rather than leaving it running forever; its dead letter keeps the reason. */
+static void mark_unprocessable(result_msg_t *m)
+{
+    m->unprocessable = true;
+    snprintf(m->in.reason, sizeof m->in.reason, "unprocessable_result");
+}
+
 static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
     (void)queue;
-    (void)parse_result(item, d);
+    result_msg_t *m = item;
+    if (parse_result(m, d) != 0 && m->completion && m->attempt >= 1)
+        mark_unprocessable(m);
 }
 
 static void log_outcome(const void *item, const char *queue)
@@ -290,7 +396,10 @@ static void log_outcome(const void *item, const char *queue)
     char id[24], attempt[16];
     snprintf(id, sizeof id, "%" PRId64, m->execution_id);
     snprintf(attempt, sizeof attempt, "%d", m->attempt);
-    if (m->in.reason[0]) {
+    if (m->unprocessable) {
+        log_kv(LOG_WARN, "completion cannot be applied: execution failed", "execution_id", id,
+               "attempt", attempt, "worker", m->worker, "error", m->in.error, NULL);
+    } else if (m->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable result message stored as a dead letter", "reason",
                m->in.reason, "error", m->in.error, "queue", queue, NULL);
     } else if (m->applied) {
@@ -313,9 +422,37 @@ static void results_free(void *item)
     free(m->outcome);
 }
 
+/* One message whose transaction the database refused (a number out of jsonb's range, say):
+ * a completion fails its attempt with the database's reason, anything else is stored with
+ * its execution id; if even that is refused, the consumer stores it raw. */
+static int refused_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
+{
+    result_msg_t *msgs = b->items;
+    for (size_t i = 0; i < b->n; i++) {
+        result_msg_t *m = &msgs[i];
+        if (m->in.reason[0])
+            continue; /* its dead letter was refused: the raw record is next */
+        inmsg_reject(&m->in, "store_error", "the database refused it: %s",
+                     b->refused ? b->refused : "");
+        if (m->completion)
+            mark_unprocessable(m);
+    }
+    if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0)
+        return -1;
+    return dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen);
+}
+
+static const consumer_handler_t results_refused_handler = {.what = "failing what cannot be applied",
+                                                           .item_size = sizeof(result_msg_t),
+                                                           .parse = results_parse,
+                                                           .work = refused_work,
+                                                           .log_item = log_outcome,
+                                                           .free_item = results_free};
+
 const consumer_handler_t results_handler = {.what = "applying results",
                                             .item_size = sizeof(result_msg_t),
                                             .parse = results_parse,
                                             .work = results_work,
                                             .log_item = log_outcome,
-                                            .free_item = results_free};
+                                            .free_item = results_free,
+                                            .on_refused = &results_refused_handler};

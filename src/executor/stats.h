@@ -17,9 +17,10 @@ typedef struct executor_stats {
     uint64_t dispatch_reverted; /* rows actually moved back by the CAS */
     uint64_t results_applied;   /* status changes written from worker messages */
     uint64_t results_stale;     /* worker messages that changed nothing (attempt/status fence) */
-    uint64_t heartbeats;        /* heartbeats applied */
-    uint64_t monitor_failed;    /* scheduled too long -> failed */
-    uint64_t monitor_abandoned; /* running on a stale worker -> abandoned */
+    uint64_t results_unprocessable;  /* completions that could not be applied: attempt failed */
+    uint64_t heartbeats;             /* heartbeats applied */
+    uint64_t monitor_failed;         /* scheduled too long -> failed */
+    uint64_t monitor_abandoned;      /* running on a stale worker -> abandoned */
     uint64_t dlq_failed_executions;  /* executions failed because their dispatch dead-lettered */
     uint64_t dead_letter_duplicates; /* redeliveries whose row already existed */
     uint64_t batches_retried;        /* batches kept unacked after a database error */
