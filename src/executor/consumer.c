@@ -24,6 +24,7 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     c->db = o->db;
     c->stats = o->stats;
     c->fd = -1;
+    c->gaps = 1; /* not heard before the first subscription */
     backoff_init(&c->retry_backoff, o->retry_delay_ms > 0 ? o->retry_delay_ms : 1000, RETRY_CAP_MS);
     c->queue = strdup(o->queue);
     c->mq = mq_new(o->mq);
@@ -64,6 +65,11 @@ size_t consumer_unacked(const consumer_t *c)
     return c->n;
 }
 
+bool consumer_hearing(const consumer_t *c)
+{
+    return c->subscribed && !c->retry_pending;
+}
+
 /*
  * Keep the read event in step with the client: a reconnect brings a new socket (perhaps with
  * the old number), so the event is dropped whenever the connection or subscription is gone
@@ -90,6 +96,7 @@ static void sync_watch(consumer_t *c)
 static void lost(consumer_t *c, int status)
 {
     c->subscribed = false;
+    c->gaps++;
     log_kv(LOG_WARN, "consumer lost; resubscribing", "queue", c->queue, "status",
            mq_status_name(status), "error", mq_last_error(c->mq), NULL);
     if (status != MQ_ERR_CANCELLED)
@@ -162,6 +169,8 @@ static void schedule_retry(consumer_t *c)
     log_kv(LOG_WARN, "batch kept unacked; retrying later", "queue", c->queue, "retry_in_ms", ms,
            "unacked", held, NULL);
     c->stats->batches_retried++;
+    if (!c->retry_pending)
+        c->gaps++;
     c->retry_pending = true;
     (void)evloop_arm(&c->retry_ev, delay);
     sync_watch(c);

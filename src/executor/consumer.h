@@ -68,6 +68,7 @@ typedef struct consumer {
     dbconn_t *db;            /* borrowed */
     executor_stats_t *stats; /* borrowed */
     int64_t next_subscribe_log_ms;
+    uint64_t gaps; /* times it stopped hearing: subscription lost, batch kept for a retry */
 } consumer_t;
 
 typedef struct consumer_opts {
@@ -96,6 +97,8 @@ void consumer_pump(consumer_t *c);
 void consumer_retry_now(consumer_t *c);
 /* Shutdown: handle what is already read or buffered (no waiting), then stop watching. */
 void consumer_finish(consumer_t *c);
+/* Subscribed and not waiting to retry a batch: what arrives now is handled now. */
+bool consumer_hearing(const consumer_t *c);
 /* Deliveries read but not yet acked (kept for a retry, or in the batch being handled). */
 size_t consumer_unacked(const consumer_t *c);
 

@@ -31,6 +31,29 @@ static void each_consumer(executor_t *x, void (*fn)(consumer_t *))
         fn(&x->dlq);
 }
 
+static int record_heard(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    (void)arg;
+    return db_exec(db, "UPDATE executor_state SET heard_since = now()", 0, NULL, NULL, err, errlen);
+}
+
+/* Heartbeats missed while this executor could not hear them (broker connection down, a batch
+ * kept after a database error) are not the workers' fault: once it hears again, the stale
+ * rule counts from now (warren_worker_fresh, schema 007). */
+bool executor_hearing(executor_t *x)
+{
+    const consumer_t *c = &x->heartbeats;
+    if (!consumer_hearing(c))
+        return false;
+    if (c->gaps == x->heard_gaps)
+        return true;
+    if (dbc_statement(&x->db, "recording that heartbeats are heard again", record_heard, NULL) !=
+        DBC_OK)
+        return false;
+    x->heard_gaps = c->gaps;
+    return true;
+}
+
 /* Heartbeats on every connection, deliveries the library buffered, lost consumers. */
 static void on_pump(evutil_socket_t fd, short what, void *arg)
 {
@@ -43,6 +66,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     if (x->draining)
         return;
     each_consumer(x, consumer_pump);
+    (void)executor_hearing(x); /* the scheduler's live workers count from it too */
     /* The database is back: batches kept for a retry go now, not after their backoff. */
     if (x->db.reconnects != x->db_reconnects_seen && x->db.conn) {
         x->db_reconnects_seen = x->db.reconnects;

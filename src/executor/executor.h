@@ -32,6 +32,7 @@ typedef struct executor {
     evloop_signals_t signals;
     bool draining;
     uint64_t db_reconnects_seen; /* db.reconnects when the consumers last retried at once */
+    uint64_t heard_gaps;         /* heartbeats.gaps when heard_since was last recorded */
 } executor_t;
 
 /* The consumers' handlers (consumer.h). results.c: ExecutionStatusChanged and
@@ -41,6 +42,10 @@ extern const consumer_handler_t results_handler;
 extern const consumer_handler_t registry_handler;
 extern const consumer_handler_t dlq_handler;
 extern const consumer_handler_t dlq_raw_handler;
+
+/* Does the executor hear heartbeats now, and has it recorded since when (executor_state
+ * .heard_since, schema 007)? Until then no worker may be judged stale by its heartbeats. */
+bool executor_hearing(executor_t *x);
 
 /* monitor.c: scheduled too long -> failed; running on a stale worker -> abandoned. */
 void monitor_run(executor_t *x);

@@ -47,12 +47,14 @@ static const char scheduled_sql[] =
     " WHEN s.worker_status = 'offline' THEN 'Worker ' || s.worker || ' went offline while it ran'"  \
     " ELSE 'Worker heartbeat stale: ' || s.worker || ' last seen ' || s.last_heartbeat END"
 
+/* The workers are judged once each (schema 007's warren_worker_fresh), then joined. */
 static const char stale_worker_sql[] =
-    "WITH stale AS (SELECT e.id, e.attempt, e.worker, e.status, w.status AS worker_status,"
+    "WITH ws AS MATERIALIZED (SELECT w.id, w.status, w.last_heartbeat,"
+    " warren_worker_fresh(w, $1::int) AS fresh FROM workers w), "
+    "stale AS (SELECT e.id, e.attempt, e.worker, e.status, w.status AS worker_status,"
     " w.last_heartbeat, row_to_json(e)::jsonb AS snap"
-    " FROM executions e LEFT JOIN workers w ON w.id = e.worker"
-    " WHERE e.status = ANY($2::text[]) AND (w.id IS NULL OR w.status = 'offline'"
-    " OR w.last_heartbeat < now() - make_interval(secs => $1::int * w.heartbeat_interval_s))"
+    " FROM executions e LEFT JOIN ws w ON w.id = e.worker"
+    " WHERE e.status = ANY($2::text[]) AND (w.id IS NULL OR w.status = 'offline' OR NOT w.fresh)"
     " ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED), "
     "changed AS (UPDATE executions e SET status = " EXEC_SQL(ABANDONED) ","
     " error = " STALE_WHY ","
@@ -118,12 +120,16 @@ void monitor_run(executor_t *x)
                             .reason = "worker_stale",
                             .nparams = 3,
                             .params = {factor, sources, limit}};
+    /* Heartbeats this executor could not hear say nothing about the workers: no stale pass
+     * until its heartbeat consumer hears again and that moment is recorded. */
+    bool hearing = executor_hearing(x);
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop responsive. */
     for (int round = 0; round < 10; round++) {
         int a = run_pass(x, &scheduled, &x->stats.monitor_failed,
                          "execution failed: scheduled too long");
-        int b = run_pass(x, &stale, &x->stats.monitor_abandoned,
-                         "execution abandoned: its worker is gone");
+        int b = hearing ? run_pass(x, &stale, &x->stats.monitor_abandoned,
+                                   "execution abandoned: its worker is gone")
+                        : 0;
         if (a < 0 || b < 0 || (a < batch && b < batch))
             break;
     }

@@ -23,10 +23,9 @@
 #define IN_FLIGHT                                                                               \
     "(" EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", "               \
     EXEC_SQL(CANCELING) ")"
-/* A worker is live while its heartbeat is younger than heartbeat_stale_factor intervals. */
-#define LIVE_WORKER                                                                             \
-    "w.status = 'online' AND w.last_heartbeat > now() - make_interval(secs => $1::int * "      \
-    "w.heartbeat_interval_s)"
+/* A worker is live while online and fresh (schema 007: heartbeat_stale_factor intervals,
+ * counted from the later of its heartbeat and when the executor could hear again). */
+#define LIVE_WORKER "warren_worker_live(w, $1::int)"
 
 /*
  * Claims come after the live workers are loaded, in two statements. Pinned rows (their own
