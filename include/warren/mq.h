@@ -80,6 +80,10 @@ void mq_destroy(mq_client_t *c);
  * confirm.select, basic.qos(prefetch). Idempotent when connected. */
 int mq_connect(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
 void mq_disconnect(mq_client_t *c);
+/* Connect unless connected or the reconnect backoff says to wait (then MQ_ERR_CONNECTION
+ * without trying). Bypasses the breaker: while it is open, this is how a client finds the
+ * broker back, and a successful connect half-opens it so the next call probes at once. */
+int mq_try_connect(mq_client_t *c) WARN_UNUSED;
 bool mq_connected(const mq_client_t *c);
 /* Socket fd for an event loop, -1 when disconnected. */
 int mq_fd(const mq_client_t *c);

@@ -327,7 +327,12 @@ void consumer_retry_now(consumer_t *c)
 static void resubscribe(consumer_t *c)
 {
     char err[ERRBUF_SIZE];
-    if (consumer_start(c, err, sizeof err) == 0) {
+    /* Reconnecting first, on the client's backoff and past an open breaker, finds the broker
+     * back within seconds; the subscription is then the breaker's probe. */
+    int rc = mq_try_connect(c->mq);
+    if (rc != MQ_OK)
+        snprintf(err, sizeof err, "%s", mq_last_error(c->mq));
+    else if (consumer_start(c, err, sizeof err) == 0) {
         log_kv(LOG_INFO, "consumer resubscribed", "queue", c->queue, NULL);
         return;
     }

@@ -60,9 +60,13 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     executor_t *x = arg;
-    /* A dead publisher connection is noticed and remade by the next publish. */
+    /* A dead publisher connection is noticed here and remade on the client's backoff, also
+     * while its breaker is open: reconnected, the breaker half-opens and the scheduler's next
+     * batch probes at once instead of after open_timeout_s. */
     if (mq_connected(x->pub) && mq_pump(x->pub) < 0)
         log_kv(LOG_DEBUG, "publisher connection lost while idle", NULL);
+    if (!mq_connected(x->pub) && mq_try_connect(x->pub) == MQ_OK)
+        log_kv(LOG_DEBUG, "publisher reconnected", NULL);
     if (x->draining)
         return;
     each_consumer(x, consumer_pump);
