@@ -40,6 +40,7 @@ typedef struct result_msg {
     bool completion;    /* an ExecutionCompleted, also when read from a cleaned copy */
     bool unprocessable; /* a completion of a known execution and attempt that cannot be
                          * applied: it fails that attempt (reason unprocessable_result) */
+    bool older_attempt; /* not applied: the execution is on a later attempt already */
 } result_msg_t;
 
 /* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
@@ -354,20 +355,70 @@ static int fail_unprocessable(PGconn *db, const result_msg_t *msgs, size_t n,
     return rc;
 }
 
-/* The unusable messages become dead letters (unprocessable completions fail their attempt
- * first), then the rounds are applied in order. */
+/* Mark the messages not applied because their execution is on a later attempt. */
+static void mark_older(result_msg_t *msgs, size_t n, int64_t id, int attempt)
+{
+    for (size_t i = 0; i < n; i++) {
+        result_msg_t *m = &msgs[i];
+        if (m->in.reason[0] || m->applied || m->execution_id != id || m->attempt >= attempt)
+            continue;
+        m->older_attempt = true;
+        inmsg_reject(&m->in, "stale_attempt_result",
+                     "a result of attempt %d; the execution is on attempt %d: a copy of an "
+                     "earlier dispatch ran too",
+                     m->attempt, attempt);
+    }
+}
+
+/*
+ * A result of an attempt older than the row's comes from a copy of an earlier dispatch that ran
+ * after all (its publish had no answer, and the execution went out again). It changes nothing,
+ * but it must leave a trace, so such a run is never silent: a dead letter each, reason
+ * stale_attempt_result. Only the messages that were not applied are looked at.
+ */
+static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *err, size_t errlen)
+{
+    pgarr_t ids;
+    pgarr_init(&ids);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!msgs[i].in.reason[0] && !msgs[i].applied) {
+            pgarr_add_int(&ids, msgs[i].execution_id);
+            k++;
+        }
+    const char *params[] = {pgarr_text(&ids)};
+    PGresult *res = NULL;
+    int rc = 0;
+    if (!params[0]) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    } else if (k > 0) {
+        rc = db_exec(db, "SELECT id, attempt FROM executions WHERE id = ANY($1::bigint[])", 1,
+                     params, &res, err, errlen);
+    }
+    for (int r = 0; rc == 0 && res && r < PQntuples(res); r++)
+        mark_older(msgs, n, strtoll(PQgetvalue(res, r, 0), NULL, 10), atoi(PQgetvalue(res, r, 1)));
+    PQclear(res);
+    pgarr_free(&ids);
+    return rc;
+}
+
+/* Unprocessable completions fail their attempt, the rounds are applied in order, and every
+ * message that cannot be used or came from an older attempt becomes a dead letter. */
 static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
     result_msg_t *msgs = b->items;
     int rounds = assign_rounds(msgs, b->n);
-    if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0 ||
-        dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
+    if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0)
         return -1;
     for (int r = 0; r < rounds; r++)
         if (apply_round(db, msgs, b->n, r, err, errlen) != 0)
             return -1;
+    if (note_older_attempts(db, msgs, b->n, err, errlen) != 0 ||
+        dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
+        return -1;
     for (size_t i = 0; i < b->n; i++)
-        if (!msgs[i].in.reason[0]) {
+        if (!msgs[i].in.reason[0] || msgs[i].older_attempt) {
             b->counts.results_applied += msgs[i].applied;
             b->counts.results_stale += !msgs[i].applied;
         }
@@ -396,7 +447,11 @@ static void log_outcome(const void *item, const char *queue)
     char id[24], attempt[16];
     snprintf(id, sizeof id, "%" PRId64, m->execution_id);
     snprintf(attempt, sizeof attempt, "%d", m->attempt);
-    if (m->unprocessable) {
+    if (m->older_attempt) {
+        log_kv(LOG_WARN, "result of an older attempt: a copy of an earlier dispatch ran too",
+               "execution_id", id, "attempt", attempt, "worker", m->worker, "error", m->in.error,
+               NULL);
+    } else if (m->unprocessable) {
         log_kv(LOG_WARN, "completion cannot be applied: execution failed", "execution_id", id,
                "attempt", attempt, "worker", m->worker, "error", m->in.error, NULL);
     } else if (m->in.reason[0]) {

@@ -400,13 +400,24 @@ static void queue_revert(sched_t *s, int64_t id, int attempt)
     s->revert_attempts[s->n_revert++] = attempt;
 }
 
-/* The broker never got (or never confirmed) these: move them back to requested. */
+/* The broker refused these (nack, return, channel closed) or they were never written: move
+ * them back to requested. */
 static void publish_failed(sched_t *s, const sched_job_t *j, int status)
 {
     s->stats->dispatch_failed++;
-    log_kv(LOG_WARN, "dispatch not confirmed; moving it back to requested", "execution_id",
+    log_kv(LOG_WARN, "dispatch refused or never sent; moving it back to requested", "execution_id",
            j->id_text, "worker", j->worker, "status", mq_status_name(status), NULL);
     queue_revert(s, j->id, j->attempt);
+}
+
+/* Written without an answer (confirm timeout, connection lost after the write): the dispatch
+ * may be in the worker's queue. Sending it again now could run the execution twice, so it stays
+ * scheduled, and the worker's report (or the timeout monitor) settles it. */
+static void publish_unknown(sched_t *s, const sched_job_t *j, int status)
+{
+    s->stats->dispatch_unknown++;
+    log_kv(LOG_WARN, "dispatch outcome unknown; it stays scheduled", "execution_id", j->id_text,
+           "worker", j->worker, "status", mq_status_name(status), NULL);
 }
 
 static void publish_confirmed(sched_t *s, const sched_job_t *j)
@@ -449,6 +460,8 @@ static void publish(sched_t *s, sched_batch_t *b)
     for (size_t k = 0; k < m; k++) {
         if (results[k] == MQ_OK)
             publish_confirmed(s, &b->jobs[job_of[k]]);
+        else if (mq_status_maybe_delivered(results[k]))
+            publish_unknown(s, &b->jobs[job_of[k]], results[k]);
         else
             publish_failed(s, &b->jobs[job_of[k]], results[k]);
     }

@@ -33,6 +33,7 @@ void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
     dst->sched_ticks += src->sched_ticks;
     dst->dispatched += src->dispatched;
     dst->dispatch_failed += src->dispatch_failed;
+    dst->dispatch_unknown += src->dispatch_unknown;
     dst->dispatch_reverted += src->dispatch_reverted;
     dst->results_applied += src->results_applied;
     dst->results_stale += src->results_stale;
@@ -69,6 +70,7 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
 {
     NUM(dispatched);
     NUM(dispatch_failed);
+    NUM(dispatch_unknown);
     NUM(dispatch_reverted);
     NUM(results_applied);
     NUM(results_stale);
@@ -83,10 +85,11 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
     snprintf(db_t, sizeof db_t, "%" PRIu64, db_errors);
     reasons_text(s, reasons, sizeof reasons);
     log_kv(LOG_INFO, "stats", "dispatched", dispatched_t, "dispatch_failed", dispatch_failed_t,
-           "dispatch_reverted", dispatch_reverted_t, "results_applied", results_applied_t,
-           "results_stale", results_stale_t, "results_unprocessable", results_unprocessable_t,
-           "heartbeats", heartbeats_t, "monitor_failed", monitor_failed_t, "monitor_abandoned",
-           monitor_abandoned_t, "dlq_failed_executions", dlq_failed_executions_t, "dead_letters",
-           reasons, "dead_letter_duplicates", dead_letter_duplicates_t, "batches_retried",
-           batches_retried_t, "db_errors", db_t, "breaker", breaker_state_name(breaker), NULL);
+           "dispatch_unknown", dispatch_unknown_t, "dispatch_reverted", dispatch_reverted_t,
+           "results_applied", results_applied_t, "results_stale", results_stale_t,
+           "results_unprocessable", results_unprocessable_t, "heartbeats", heartbeats_t,
+           "monitor_failed", monitor_failed_t, "monitor_abandoned", monitor_abandoned_t,
+           "dlq_failed_executions", dlq_failed_executions_t, "dead_letters", reasons,
+           "dead_letter_duplicates", dead_letter_duplicates_t, "batches_retried", batches_retried_t,
+           "db_errors", db_t, "breaker", breaker_state_name(breaker), NULL);
 }

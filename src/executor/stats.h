@@ -13,7 +13,8 @@
 typedef struct executor_stats {
     uint64_t sched_ticks;
     uint64_t dispatched;        /* dispatches confirmed by the broker */
-    uint64_t dispatch_failed;   /* publishes not confirmed (moved back to requested) */
+    uint64_t dispatch_failed;   /* publishes refused or never sent (moved back to requested) */
+    uint64_t dispatch_unknown;  /* publishes written without an answer (left scheduled) */
     uint64_t dispatch_reverted; /* rows actually moved back by the CAS */
     uint64_t results_applied;   /* status changes written from worker messages */
     uint64_t results_stale;     /* worker messages that changed nothing (attempt/status fence) */

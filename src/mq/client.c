@@ -37,8 +37,14 @@ const char *mq_status_name(int status)
     case MQ_ERR_CONNECTION: return "connection";
     case MQ_ERR_CLOSED_BY_BROKER: return "closed_by_broker";
     case MQ_ERR_CANCELLED: return "cancelled";
+    case MQ_ERR_UNCONFIRMED: return "unconfirmed";
     }
     return "unknown";
+}
+
+bool mq_status_maybe_delivered(int status)
+{
+    return status == MQ_OK || status == MQ_ERR_TIMEOUT || status == MQ_ERR_UNCONFIRMED;
 }
 
 void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id)
