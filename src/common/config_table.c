@@ -78,6 +78,10 @@ const cfg_key_t cfg_table[] = {
     INT("executor.scheduled_timeout_s", executor.scheduled_timeout_s, "600", 1, 30 * 86400,
         "Scheduled but never started for this long: failed by the timeout monitor "
         "(keep above the worker queue TTL so the dead-letter path reports first)"),
+    INT("executor.unconfirmed_timeout_ms", executor.unconfirmed_timeout_ms, "20000", 1000, 86400000,
+        "Scheduled, but the broker never confirmed the dispatch for this long (the executor "
+        "died after COMMIT, the publish got no answer): returned to requested and dispatched "
+        "again; keep it several times publish_timeout_ms"),
     INT("executor.heartbeat_stale_factor", executor.heartbeat_stale_factor, "3", 2, 100,
         "A worker is live while its last heartbeat is younger than factor x its interval"),
     INT("executor.monitor_interval_s", executor.monitor_interval_s, "5", 0, 3600,

@@ -1,14 +1,17 @@
 /*
- * The timeout monitor: executions nobody will finish. Scheduled longer than
- * executor.scheduled_timeout_s -> failed (no worker started it); running or canceling on a
- * worker whose heartbeat is stale, or that went offline -> abandoned. Each also leaves a
- * dead_letters row (the execution row as body and snapshot). One statement per kind: claim
- * with SKIP LOCKED, CAS fenced by status and attempt, insert the dead letters.
+ * The timeout monitor: executions nobody will finish. Scheduled with a dispatch the broker
+ * never confirmed for executor.unconfirmed_timeout_ms -> requested (dispatched again);
+ * scheduled with a confirmed dispatch longer than executor.scheduled_timeout_s -> failed (no
+ * worker started it); running or canceling on a worker whose heartbeat is stale, or that went
+ * offline -> abandoned. The last two also leave a dead_letters row (the execution row as body
+ * and snapshot). One statement per kind: claim with SKIP LOCKED, CAS fenced by status and
+ * attempt, insert the dead letters.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "executor/executor.h"
+#include "executor/scheduler.h"
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/log.h"
@@ -27,9 +30,11 @@
     "SELECT c.id, coalesce(c.worker, ''), EXISTS (SELECT 1 FROM ins WHERE ins.execution_id = c.id)::int" \
     " FROM changed c"
 
+/* Only a dispatch the broker confirmed was in a queue: only its row fails for not starting. */
 static const char scheduled_sql[] =
     "WITH stale AS (SELECT e.id, e.attempt, e.worker, row_to_json(e)::jsonb AS snap"
     " FROM executions e WHERE e.status = " EXEC_SQL(SCHEDULED)
+    " AND e.dispatch_confirmed_at IS NOT NULL"
     " AND e.scheduled_at < now() - make_interval(secs => $1::int)"
     " ORDER BY e.scheduled_at LIMIT $2 FOR UPDATE SKIP LOCKED), "
     "changed AS (UPDATE executions e SET status = " EXEC_SQL(FAILED) ","
@@ -40,6 +45,20 @@ static const char scheduled_sql[] =
     " AND e.attempt = s.attempt"
     " RETURNING e.id, s.attempt, s.worker, s.snap)"
     INSERT_DEAD_LETTERS("'scheduled_timeout'", "'" SCHEDULED_TIMEOUT_ERROR "'");
+
+/* A dispatch never confirmed may be in no queue (the executor died after COMMIT, the COMMIT's
+ * reply was lost, the publish had no answer): back to requested, once per attempt (the next
+ * dispatch is the next attempt), and it goes out again. The history keeps the step. */
+static const char unconfirmed_sql[] =
+    "WITH stale AS (SELECT e.id, e.attempt FROM executions e"
+    " WHERE e.status = " EXEC_SQL(SCHEDULED) " AND e.dispatch_confirmed_at IS NULL"
+    " AND e.scheduled_at < now() - make_interval(secs => $1::float8 / 1000)"
+    " ORDER BY e.scheduled_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
+    "UPDATE executions e SET status = " EXEC_SQL(REQUESTED) ","
+    " wait_reason = '" SCHED_UNCONFIRMED_REASON "'"
+    " FROM stale s WHERE e.id = s.id AND e.status = " EXEC_SQL(SCHEDULED)
+    " AND e.attempt = s.attempt"
+    " RETURNING e.id, coalesce(e.worker, ''), 0";
 
 /* Why the worker is considered gone, for error and result. */
 #define STALE_WHY                                                                               \
@@ -104,8 +123,9 @@ static int run_pass(executor_t *x, monitor_pass_t *m, uint64_t *counter, const c
 void monitor_run(executor_t *x)
 {
     int batch = x->cfg->executor.batch_size;
-    char timeout[16], factor[16], limit[16], sources[128];
+    char timeout[16], factor[16], limit[16], sources[128], unconfirmed[16];
     snprintf(timeout, sizeof timeout, "%d", x->cfg->executor.scheduled_timeout_s);
+    snprintf(unconfirmed, sizeof unconfirmed, "%d", x->cfg->executor.unconfirmed_timeout_ms);
     snprintf(factor, sizeof factor, "%d", x->cfg->executor.heartbeat_stale_factor);
     snprintf(limit, sizeof limit, "%d", batch);
     if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0)
@@ -115,6 +135,11 @@ void monitor_run(executor_t *x)
                                 .reason = "scheduled_timeout",
                                 .nparams = 2,
                                 .params = {timeout, limit}};
+    monitor_pass_t redispatch = {.x = x,
+                                 .sql = unconfirmed_sql,
+                                 .reason = "unconfirmed",
+                                 .nparams = 2,
+                                 .params = {unconfirmed, limit}};
     monitor_pass_t stale = {.x = x,
                             .sql = stale_worker_sql,
                             .reason = "worker_stale",
@@ -125,12 +150,14 @@ void monitor_run(executor_t *x)
     bool hearing = executor_hearing(x);
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop responsive. */
     for (int round = 0; round < 10; round++) {
+        int u = run_pass(x, &redispatch, &x->stats.monitor_redispatched,
+                         "dispatch never confirmed: back to requested");
         int a = run_pass(x, &scheduled, &x->stats.monitor_failed,
                          "execution failed: scheduled too long");
         int b = hearing ? run_pass(x, &stale, &x->stats.monitor_abandoned,
                                    "execution abandoned: its worker is gone")
                         : 0;
-        if (a < 0 || b < 0 || (a < batch && b < batch))
+        if (u < 0 || a < 0 || b < 0 || (u < batch && a < batch && b < batch))
             break;
     }
 }

@@ -40,6 +40,7 @@ void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
     dst->results_unprocessable += src->results_unprocessable;
     dst->heartbeats += src->heartbeats;
     dst->monitor_failed += src->monitor_failed;
+    dst->monitor_redispatched += src->monitor_redispatched;
     dst->monitor_abandoned += src->monitor_abandoned;
     dst->dlq_failed_executions += src->dlq_failed_executions;
     dst->dead_letter_duplicates += src->dead_letter_duplicates;
@@ -77,6 +78,7 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
     NUM(results_unprocessable);
     NUM(heartbeats);
     NUM(monitor_failed);
+    NUM(monitor_redispatched);
     NUM(monitor_abandoned);
     NUM(dlq_failed_executions);
     NUM(dead_letter_duplicates);
@@ -88,8 +90,9 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
            "dispatch_unknown", dispatch_unknown_t, "dispatch_reverted", dispatch_reverted_t,
            "results_applied", results_applied_t, "results_stale", results_stale_t,
            "results_unprocessable", results_unprocessable_t, "heartbeats", heartbeats_t,
-           "monitor_failed", monitor_failed_t, "monitor_abandoned", monitor_abandoned_t,
-           "dlq_failed_executions", dlq_failed_executions_t, "dead_letters", reasons,
-           "dead_letter_duplicates", dead_letter_duplicates_t, "batches_retried", batches_retried_t,
-           "db_errors", db_t, "breaker", breaker_state_name(breaker), NULL);
+           "monitor_failed", monitor_failed_t, "monitor_redispatched", monitor_redispatched_t,
+           "monitor_abandoned", monitor_abandoned_t, "dlq_failed_executions",
+           dlq_failed_executions_t, "dead_letters", reasons, "dead_letter_duplicates",
+           dead_letter_duplicates_t, "batches_retried", batches_retried_t, "db_errors", db_t,
+           "breaker", breaker_state_name(breaker), NULL);
 }

@@ -21,6 +21,7 @@ typedef struct executor_stats {
     uint64_t results_unprocessable;  /* completions that could not be applied: attempt failed */
     uint64_t heartbeats;             /* heartbeats applied */
     uint64_t monitor_failed;         /* scheduled too long -> failed */
+    uint64_t monitor_redispatched;   /* dispatch never confirmed -> requested */
     uint64_t monitor_abandoned;      /* running on a stale worker -> abandoned */
     uint64_t dlq_failed_executions;  /* executions failed because their dispatch dead-lettered */
     uint64_t dead_letter_duplicates; /* redeliveries whose row already existed */
