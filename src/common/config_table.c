@@ -84,6 +84,13 @@ const cfg_key_t cfg_table[] = {
         "again; keep it several times publish_timeout_ms"),
     INT("executor.heartbeat_stale_factor", executor.heartbeat_stale_factor, "3", 2, 100,
         "A worker is live while its last heartbeat is younger than factor x its interval"),
+    INT("executor.running_timeout_default_s", executor.running_timeout_default_s, "3600", 1,
+        30 * 86400,
+        "A running execution's timeout when neither its worker's running report nor the "
+        "submission names one (older workers), for the backstop below"),
+    INT("executor.running_grace_s", executor.running_grace_s, "120", 1, 86400,
+        "Running longer than its timeout plus this with no result: abandoned by the monitor "
+        "(a late completion of the attempt is still accepted)"),
     INT("executor.monitor_interval_s", executor.monitor_interval_s, "5", 0, 3600,
         "Period of the timeout monitor; 0 disables it"),
     INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,

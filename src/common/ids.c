@@ -36,3 +36,8 @@ int ids_execution_id_parse(const char *s, size_t len, int64_t *out)
     *out = strtoll(s, NULL, 10);
     return 0;
 }
+
+bool ids_incarnation_valid(const char *s)
+{
+    return s && strlen(s) == INCARNATION_LEN && strspn(s, "0123456789abcdef") == INCARNATION_LEN;
+}

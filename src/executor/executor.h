@@ -49,5 +49,12 @@ bool executor_hearing(executor_t *x);
 
 /* monitor.c: scheduled too long -> failed; running on a stale worker -> abandoned. */
 void monitor_run(executor_t *x);
+/* monitor.c: abandon up to `limit` running/canceling rows reported by an older process of a
+ * worker that restarted (a newer incarnation heartbeats; schema 009), on the workers in
+ * `workers` (a text[] literal; NULL: all), with their dead letters (worker_restarted). Rows
+ * changed: (id, worker, 1 when its dead letter was written) in *changed. For the registry's
+ * transaction, right after a heartbeat names a new incarnation, and the monitor's passes. */
+int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
+                      size_t errlen) WARN_UNUSED;
 
 #endif

@@ -3,9 +3,10 @@
  * never confirmed for executor.unconfirmed_timeout_ms -> requested (dispatched again);
  * scheduled with a confirmed dispatch longer than executor.scheduled_timeout_s -> failed (no
  * worker started it); running or canceling on a worker whose heartbeat is stale, or that went
- * offline -> abandoned. The last two also leave a dead_letters row (the execution row as body
- * and snapshot). One statement per kind: claim with SKIP LOCKED, CAS fenced by status and
- * attempt, insert the dead letters.
+ * offline, or restarted (a newer incarnation heartbeats), or that ran past its timeout plus
+ * executor.running_grace_s without a result -> abandoned. All but the first also leave a
+ * dead_letters row (the execution row as body and snapshot). One statement per kind: claim
+ * with SKIP LOCKED, CAS fenced by status and attempt, insert the dead letters.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,50 @@ static const char unconfirmed_sql[] =
     " AND e.attempt = s.attempt"
     " RETURNING e.id, coalesce(e.worker, ''), 0";
 
+/* A worker restarted under the same name: its rows reported running by an older process (an
+ * incarnation other than the newest one's, in a report sent before the newest one started;
+ * schema 009) are abandoned, attempt-fenced. $2: the workers to look at (NULL: all). */
+#define RESTART_WHY                                                                             \
+    "'Worker ' || s.worker || ' restarted (incarnation ' || coalesce(s.old_inc, 'unknown') ||"  \
+    " ' replaced by ' || s.new_inc || ')'"
+static const char restarted_sql[] =
+    "WITH ws AS (SELECT w.id, w.incarnation, w.started_at FROM workers w"
+    " WHERE w.incarnation IS NOT NULL AND ($2::text[] IS NULL OR w.id = ANY($2::text[]))), "
+    "stale AS (SELECT e.id, e.attempt, e.worker, e.status, e.incarnation AS old_inc,"
+    " ws.incarnation AS new_inc, row_to_json(e)::jsonb AS snap"
+    " FROM executions e JOIN ws ON ws.id = e.worker"
+    " WHERE e.status = ANY($1::text[]) AND e.incarnation IS DISTINCT FROM ws.incarnation"
+    " AND coalesce(e.reported_at, e.started_at) < ws.started_at"
+    " ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED), "
+    "changed AS (UPDATE executions e SET status = " EXEC_SQL(ABANDONED) ","
+    " error = " RESTART_WHY ","
+    " result = jsonb_build_object('error', " RESTART_WHY ", 'worker', s.worker,"
+    " 'attempt', s.attempt, 'incarnation', s.old_inc, 'new_incarnation', s.new_inc)"
+    " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
+    " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
+    INSERT_DEAD_LETTERS("'worker_restarted'", "c.error");
+
+/* Running (or canceling) longer than its timeout plus the grace with no result: the worker
+ * would have ended it by now and reported, so whatever happened, nobody will. The timeout is
+ * the one the worker reported applying, else the submission's, else $1. */
+#define LATE_TIMEOUT "coalesce(e.effective_timeout_s, e.timeout_s, $1::int)"
+#define LATE_WHY                                                                                \
+    "'No result within the timeout: running since ' || s.started_at || ', timeout ' ||"        \
+    " s.timeout_s || ' s + grace ' || $2::int || ' s'"
+static const char running_timeout_sql[] =
+    "WITH stale AS (SELECT e.id, e.attempt, e.worker, e.status, e.started_at,"
+    " " LATE_TIMEOUT " AS timeout_s, row_to_json(e)::jsonb AS snap"
+    " FROM executions e WHERE e.status = ANY($3::text[]) AND e.started_at IS NOT NULL"
+    " AND e.started_at < now() - make_interval(secs => " LATE_TIMEOUT " + $2::int)"
+    " ORDER BY e.id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+    "changed AS (UPDATE executions e SET status = " EXEC_SQL(ABANDONED) ","
+    " error = " LATE_WHY ","
+    " result = jsonb_build_object('error', " LATE_WHY ", 'worker', s.worker,"
+    " 'attempt', s.attempt, 'timeout_s', s.timeout_s, 'grace_s', $2::int)"
+    " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
+    " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
+    INSERT_DEAD_LETTERS("'running_timeout'", "c.error");
+
 /* Why the worker is considered gone, for error and result. */
 #define STALE_WHY                                                                               \
     "CASE WHEN s.worker_status IS NULL THEN 'Worker ' || coalesce(s.worker, '?') || ' is unknown'" \
@@ -84,12 +129,25 @@ static const char stale_worker_sql[] =
     INSERT_DEAD_LETTERS("'worker_stale'", "c.error");
 /* clang-format on */
 
+int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
+                      size_t errlen)
+{
+    char sources[128], lim[16];
+    if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0) {
+        snprintf(err, errlen, "status list too long");
+        return -1;
+    }
+    snprintf(lim, sizeof lim, "%d", limit);
+    const char *params[] = {sources, workers, lim};
+    return db_exec(db, restarted_sql, 3, params, changed, err, errlen);
+}
+
 typedef struct monitor_pass {
     executor_t *x;
     const char *sql;
     const char *reason;
     int nparams;
-    const char *params[3];
+    const char *params[4];
     PGresult *changed;
 } monitor_pass_t;
 
@@ -122,42 +180,69 @@ static int run_pass(executor_t *x, monitor_pass_t *m, uint64_t *counter, const c
 
 void monitor_run(executor_t *x)
 {
-    int batch = x->cfg->executor.batch_size;
-    char timeout[16], factor[16], limit[16], sources[128], unconfirmed[16];
-    snprintf(timeout, sizeof timeout, "%d", x->cfg->executor.scheduled_timeout_s);
-    snprintf(unconfirmed, sizeof unconfirmed, "%d", x->cfg->executor.unconfirmed_timeout_ms);
-    snprintf(factor, sizeof factor, "%d", x->cfg->executor.heartbeat_stale_factor);
+    const typeof(x->cfg->executor) *c = &x->cfg->executor;
+    int batch = c->batch_size;
+    char timeout[16], factor[16], limit[16], sources[128], unconfirmed[16], dflt[16], grace[16];
+    snprintf(timeout, sizeof timeout, "%d", c->scheduled_timeout_s);
+    snprintf(unconfirmed, sizeof unconfirmed, "%d", c->unconfirmed_timeout_ms);
+    snprintf(factor, sizeof factor, "%d", c->heartbeat_stale_factor);
     snprintf(limit, sizeof limit, "%d", batch);
+    snprintf(dflt, sizeof dflt, "%d", c->running_timeout_default_s);
+    snprintf(grace, sizeof grace, "%d", c->running_grace_s);
     if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0)
         return;
-    monitor_pass_t scheduled = {.x = x,
-                                .sql = scheduled_sql,
-                                .reason = "scheduled_timeout",
-                                .nparams = 2,
-                                .params = {timeout, limit}};
     monitor_pass_t redispatch = {.x = x,
                                  .sql = unconfirmed_sql,
                                  .reason = "unconfirmed",
                                  .nparams = 2,
                                  .params = {unconfirmed, limit}};
+    monitor_pass_t scheduled = {.x = x,
+                                .sql = scheduled_sql,
+                                .reason = "scheduled_timeout",
+                                .nparams = 2,
+                                .params = {timeout, limit}};
+    monitor_pass_t restarted = {.x = x,
+                                .sql = restarted_sql,
+                                .reason = "worker_restarted",
+                                .nparams = 3,
+                                .params = {sources, NULL, limit}};
+    monitor_pass_t late = {.x = x,
+                           .sql = running_timeout_sql,
+                           .reason = "running_timeout",
+                           .nparams = 4,
+                           .params = {dflt, grace, sources, limit}};
     monitor_pass_t stale = {.x = x,
                             .sql = stale_worker_sql,
                             .reason = "worker_stale",
                             .nparams = 3,
                             .params = {factor, sources, limit}};
-    /* Heartbeats this executor could not hear say nothing about the workers: no stale pass
-     * until its heartbeat consumer hears again and that moment is recorded. */
+    /* Heartbeats (and results) this executor could not hear say nothing about the workers: no
+     * verdict from them until it hears again and has recorded since when. */
     bool hearing = executor_hearing(x);
+    bool results = consumer_hearing(&x->results);
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop responsive. */
     for (int round = 0; round < 10; round++) {
-        int u = run_pass(x, &redispatch, &x->stats.monitor_redispatched,
-                         "dispatch never confirmed: back to requested");
-        int a = run_pass(x, &scheduled, &x->stats.monitor_failed,
-                         "execution failed: scheduled too long");
-        int b = hearing ? run_pass(x, &stale, &x->stats.monitor_abandoned,
-                                   "execution abandoned: its worker is gone")
-                        : 0;
-        if (u < 0 || a < 0 || b < 0 || (u < batch && a < batch && b < batch))
+        int n[5] = {
+            run_pass(x, &redispatch, &x->stats.monitor_redispatched,
+                     "dispatch never confirmed: back to requested"),
+            run_pass(x, &scheduled, &x->stats.monitor_failed,
+                     "execution failed: scheduled too long"),
+            run_pass(x, &restarted, &x->stats.abandoned_restarted,
+                     "execution abandoned: its worker restarted"),
+            results ? run_pass(x, &late, &x->stats.abandoned_timeout,
+                               "execution abandoned: no result within its timeout")
+                    : 0,
+            hearing ? run_pass(x, &stale, &x->stats.monitor_abandoned,
+                               "execution abandoned: its worker is gone")
+                    : 0,
+        };
+        bool full = false;
+        for (int i = 0; i < 5; i++) {
+            if (n[i] < 0)
+                return;
+            full |= n[i] >= batch;
+        }
+        if (!full)
             break;
     }
 }

@@ -35,7 +35,10 @@ typedef struct result_msg {
     char *error_text;               /* cleaned, or NULL */
     char *outcome; /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
     char started_at[TS_TEXT_MAX]; /* the worker's start time, UTC microseconds; "" when absent */
-    int round;                    /* nth message for its execution in this batch */
+    char incarnation[INCARNATION_LEN + 1]; /* the worker process's; "" when absent or malformed */
+    char reported_at[TS_TEXT_MAX];         /* running: the envelope's timestamp, UTC */
+    int64_t timeout_s;                     /* running: the timeout the worker applies; 0: unknown */
+    int round;                             /* nth message for its execution in this batch */
     bool applied;
     bool completion;    /* an ExecutionCompleted, also when read from a cleaned copy */
     bool unprocessable; /* a completion of a known execution and attempt that cannot be
@@ -59,6 +62,28 @@ static void parse_worker(result_msg_t *m)
         if (!strncmp(key, prefixes[i], strlen(prefixes[i])) &&
             ids_worker_valid(key + strlen(prefixes[i])))
             snprintf(m->worker, sizeof m->worker, "%s", key + strlen(prefixes[i]));
+}
+
+/* The worker process's incarnation, when it sends a well-formed one (older workers send none;
+ * anything else is left out rather than refusing the report). */
+static void parse_process(result_msg_t *m)
+{
+    const char *inc = NULL;
+    char err[ERRBUF_SIZE];
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    if (jf_string(&p, "incarnation", false, INCARNATION_LEN, &inc) == 1 &&
+        ids_incarnation_valid(inc))
+        snprintf(m->incarnation, sizeof m->incarnation, "%s", inc);
+}
+
+/* A running report: when the worker sent it (its clock), and the timeout it applies. */
+static void parse_running(result_msg_t *m)
+{
+    char err[ERRBUF_SIZE];
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    ts_format_us(m->in.env.timestamp_us, m->reported_at, sizeof m->reported_at);
+    if (jf_int(&p, "timeout_s", false, 1, INT32_MAX, &m->timeout_s) != 1)
+        m->timeout_s = 0;
 }
 
 /* Status (default: running for a status change; failed when an error is given, else
@@ -199,8 +224,11 @@ static int parse_result(result_msg_t *m, const mq_delivery_t *d)
     if (parse_target(m, &m->in.env) != 0)
         return -1;
     parse_worker(m);
+    parse_process(m);
     if (parse_status(m) != 0)
         return -1;
+    if (m->target == EXEC_RUNNING)
+        parse_running(m);
     return m->target == EXEC_RUNNING ? 0 : parse_outcome(m);
 }
 
@@ -223,6 +251,9 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
 }
 
 /* clang-format off */
+/* $1..$8 and $11..$13 are the messages' arrays (A_* below), $9/$10 the guard's pairs. A running
+ * report also records the worker's incarnation, when it sent the report (its clock) and the
+ * timeout it applies; a completion keeps what the running report said. */
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
     " worker = coalesce(u.worker, e.worker),"
@@ -234,14 +265,36 @@ static const char apply_sql[] =
     " outcome = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.outcome"
     "   ELSE u.outcome::jsonb END,"
     " ended_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.ended_at ELSE now() END,"
+    " incarnation = coalesce(u.incarnation, e.incarnation),"
+    " reported_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN u.reported_at::timestamptz"
+    "   ELSE e.reported_at END,"
+    " effective_timeout_s = CASE WHEN u.status = " EXEC_SQL(RUNNING)
+    "   THEN coalesce(u.timeout_s, e.effective_timeout_s) ELSE e.effective_timeout_s END,"
     " wait_reason = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[],"
-    "   $9::text[], $10::text[])"
-    "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at, ord)"
+    "   $7::text[], $8::text[], $11::text[], $12::text[], $13::int[])"
+    "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at,"
+    "   incarnation, reported_at, timeout_s, ord)"
     " WHERE e.id = u.id AND e.attempt = u.attempt"
-    "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($7::text[], $8::text[]) AS p(f, t))"
+    "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($9::text[], $10::text[]) AS p(f, t))"
     " RETURNING u.ord";
 /* clang-format on */
+
+/* The arrays of apply_sql, in parameter order ($9 and $10 come between A_STARTED and A_INC). */
+enum {
+    A_ID,
+    A_ATTEMPT,
+    A_STATUS,
+    A_WORKER,
+    A_RESULT,
+    A_ERROR,
+    A_OUTCOME,
+    A_STARTED,
+    A_INCARNATION,
+    A_REPORTED,
+    A_TIMEOUT,
+    A_COUNT
+};
 
 /* The guard: every legal (from, to) pair into the statuses workers report. */
 static int guard_literals(char *from, char *to, size_t len)
@@ -253,47 +306,48 @@ static int guard_literals(char *from, char *to, size_t len)
 
 static void add_round_message(pgarr_t *a, const result_msg_t *m)
 {
-    pgarr_add_int(&a[0], m->execution_id);
-    pgarr_add_int(&a[1], m->attempt);
-    pgarr_add(&a[2], trans_status_name(m->target));
-    pgarr_add(&a[3], m->worker[0] ? m->worker : NULL);
-    pgarr_add(&a[4], m->result);
-    pgarr_add(&a[5], m->error_text);
-    pgarr_add(&a[6], m->outcome);
-    pgarr_add(&a[7], m->started_at[0] ? m->started_at : NULL);
+    pgarr_add_int(&a[A_ID], m->execution_id);
+    pgarr_add_int(&a[A_ATTEMPT], m->attempt);
+    pgarr_add(&a[A_STATUS], trans_status_name(m->target));
+    pgarr_add(&a[A_WORKER], m->worker[0] ? m->worker : NULL);
+    pgarr_add(&a[A_RESULT], m->result);
+    pgarr_add(&a[A_ERROR], m->error_text);
+    pgarr_add(&a[A_OUTCOME], m->outcome);
+    pgarr_add(&a[A_STARTED], m->started_at[0] ? m->started_at : NULL);
+    pgarr_add(&a[A_INCARNATION], m->incarnation[0] ? m->incarnation : NULL);
+    pgarr_add(&a[A_REPORTED], m->reported_at[0] ? m->reported_at : NULL);
+    pgarr_add_int_or_null(&a[A_TIMEOUT], m->timeout_s > 0, m->timeout_s);
 }
 
 /* One UPDATE for the messages of round `round`; marks those it applied. */
 static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char *err,
                        size_t errlen)
 {
-    enum { NARRAYS = 8 };
-    pgarr_t a[NARRAYS];
+    pgarr_t a[A_COUNT];
     size_t *index = calloc(n, sizeof *index);
     size_t k = 0;
-    for (int i = 0; i < NARRAYS; i++)
+    for (int i = 0; i < A_COUNT; i++)
         pgarr_init(&a[i]);
     for (size_t i = 0; index && i < n; i++)
         if (!msgs[i].in.reason[0] && msgs[i].round == round) {
             add_round_message(a, &msgs[i]);
             index[k++] = i;
         }
+    enum { NPARAMS = A_COUNT + 2 };
     char from[1024], to[1024];
-    const char *params[10] = {NULL};
+    const char *params[NPARAMS] = {NULL};
     int rc = guard_literals(from, to, sizeof from);
-    for (int i = 0; i < 6 && rc == 0; i++)
-        if (!(params[i] = pgarr_text(&a[i])))
+    for (int i = 0; i < A_COUNT && rc == 0; i++) /* the guard's two sit after A_STARTED */
+        if (!(params[i < A_INCARNATION ? i : i + 2] = pgarr_text(&a[i])))
             rc = -1;
-    params[6] = from;
-    params[7] = to;
-    if (rc == 0 && (!(params[8] = pgarr_text(&a[6])) || !(params[9] = pgarr_text(&a[7]))))
-        rc = -1;
+    params[A_INCARNATION] = from;
+    params[A_INCARNATION + 1] = to;
     PGresult *res = NULL;
     if (rc != 0 || !index) {
         snprintf(err, errlen, "out of memory");
         rc = -1; /* never commit and ack a batch that was not applied */
     } else {
-        rc = db_exec(db, apply_sql, 10, params, &res, err, errlen);
+        rc = db_exec(db, apply_sql, NPARAMS, params, &res, err, errlen);
     }
     for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
         long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
@@ -302,7 +356,7 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
     }
     PQclear(res);
     free(index);
-    for (int i = 0; i < NARRAYS; i++)
+    for (int i = 0; i < A_COUNT; i++)
         pgarr_free(&a[i]);
     return rc;
 }

@@ -42,6 +42,8 @@ void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
     dst->monitor_failed += src->monitor_failed;
     dst->monitor_redispatched += src->monitor_redispatched;
     dst->monitor_abandoned += src->monitor_abandoned;
+    dst->abandoned_restarted += src->abandoned_restarted;
+    dst->abandoned_timeout += src->abandoned_timeout;
     dst->dlq_failed_executions += src->dlq_failed_executions;
     dst->dead_letter_duplicates += src->dead_letter_duplicates;
     dst->batches_retried += src->batches_retried;
@@ -80,6 +82,8 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
     NUM(monitor_failed);
     NUM(monitor_redispatched);
     NUM(monitor_abandoned);
+    NUM(abandoned_restarted);
+    NUM(abandoned_timeout);
     NUM(dlq_failed_executions);
     NUM(dead_letter_duplicates);
     NUM(batches_retried);
@@ -91,7 +95,8 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
            "results_applied", results_applied_t, "results_stale", results_stale_t,
            "results_unprocessable", results_unprocessable_t, "heartbeats", heartbeats_t,
            "monitor_failed", monitor_failed_t, "monitor_redispatched", monitor_redispatched_t,
-           "monitor_abandoned", monitor_abandoned_t, "dlq_failed_executions",
+           "monitor_abandoned", monitor_abandoned_t, "abandoned_restarted", abandoned_restarted_t,
+           "abandoned_timeout", abandoned_timeout_t, "dlq_failed_executions",
            dlq_failed_executions_t, "dead_letters", reasons, "dead_letter_duplicates",
            dead_letter_duplicates_t, "batches_retried", batches_retried_t, "db_errors", db_t,
            "breaker", breaker_state_name(breaker), NULL);

@@ -23,6 +23,8 @@ typedef struct executor_stats {
     uint64_t monitor_failed;         /* scheduled too long -> failed */
     uint64_t monitor_redispatched;   /* dispatch never confirmed -> requested */
     uint64_t monitor_abandoned;      /* running on a stale worker -> abandoned */
+    uint64_t abandoned_restarted;    /* reported running by an older process of its worker */
+    uint64_t abandoned_timeout;      /* running past its timeout + grace, no result */
     uint64_t dlq_failed_executions;  /* executions failed because their dispatch dead-lettered */
     uint64_t dead_letter_duplicates; /* redeliveries whose row already existed */
     uint64_t batches_retried;        /* batches kept unacked after a database error */
