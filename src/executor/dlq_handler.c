@@ -20,6 +20,7 @@
 #include "warren/timestamp.h"
 
 #define TTL_EXPIRED_ERROR "Worker queue TTL expired"
+#define START_DEADLINE_ERROR "Start deadline passed before a worker could start it"
 
 /* One dead letter on its way to a row. */
 typedef struct dlq_item {
@@ -69,17 +70,31 @@ static const char *broker_reason(const dlq_item_t *it)
     return "dead_lettered";
 }
 
+/* A worker rejects a held dispatch whose start deadline passed instead of starting it. */
+static bool deadline_passed(const dlq_item_t *it)
+{
+    return !strcmp(broker_reason(it), "rejected") && it->disp.start_deadline_us > 0 &&
+           it->disp.start_deadline_us < now_wall_ms() * 1000;
+}
+
 /* The failed execution's result: what happened, where, and the broker's own record. */
 static char *failure_result(const dlq_item_t *it, const char *error)
 {
     char when[TS_TEXT_MAX], message[600];
     ts_format(it->xd.time_s ? it->xd.time_s * 1000000 : now_wall_ms() * 1000, when, sizeof when);
     const char *queue = it->xd.queue[0] ? it->xd.queue : "its worker queue";
+    char deadline[TS_TEXT_MAX];
+    ts_format(it->disp.start_deadline_us, deadline, sizeof deadline);
     if (!strcmp(broker_reason(it), "expired"))
         snprintf(message, sizeof message,
                  "The dispatch to worker %s waited in %s longer than the queue's TTL without being "
                  "consumed (is the worker running?); the broker dead-lettered it.",
                  it->disp.worker_id, queue);
+    else if (deadline_passed(it))
+        snprintf(message, sizeof message,
+                 "Worker %s held the dispatch past its start deadline (%s) without starting it "
+                 "and rejected it from %s.",
+                 it->disp.worker_id, deadline, queue);
     else
         snprintf(message, sizeof message,
                  "The broker dead-lettered the dispatch to worker %s "
@@ -101,6 +116,8 @@ static char *failure_result(const dlq_item_t *it, const char *error)
 
 static const char *failure_error(const dlq_item_t *it)
 {
+    if (deadline_passed(it))
+        return START_DEADLINE_ERROR;
     return !strcmp(broker_reason(it), "expired") ? TTL_EXPIRED_ERROR
                                                  : "Dispatch dead-lettered by the broker";
 }

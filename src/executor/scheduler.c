@@ -258,9 +258,12 @@ static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
 }
 
 /* The dispatch envelope for a job; sets fail_error when none can be built. */
-static void build_dispatch(sched_job_t *j)
+static void build_dispatch(sched_job_t *j, int64_t start_deadline_us)
 {
-    dispatch_t d = {.execution_id = j->id, .attempt = j->attempt, .timeout_s = j->timeout_s};
+    dispatch_t d = {.execution_id = j->id,
+                    .attempt = j->attempt,
+                    .timeout_s = j->timeout_s,
+                    .start_deadline_us = start_deadline_us};
     snprintf(d.worker_id, sizeof d.worker_id, "%s", j->worker);
     snprintf(d.action_ref, sizeof d.action_ref, "%s", j->action_ref);
     if (topo_dispatch_key(j->worker, j->routing_key, sizeof j->routing_key) != 0) {
@@ -286,6 +289,10 @@ static void build_dispatch(sched_job_t *j)
 
 static void assign(sched_batch_t *b)
 {
+    /* No worker may start a dispatch after the monitor could have failed it for not starting:
+     * now (before the UPDATE's scheduled_at) + executor.scheduled_timeout_s. */
+    int64_t deadline_us =
+        (now_wall_ms() + (int64_t)b->s->cfg->executor.scheduled_timeout_s * 1000) * 1000;
     for (size_t i = 0; i < b->n; i++)
         b->jobs[i].a.worker = ASSIGN_NONE;
     assign_worker_t *w = b->w;
@@ -297,7 +304,7 @@ static void assign(sched_batch_t *b)
                     : j->a.worker >= 0           ? w[j->a.worker].id
                                                  : NULL;
         if (j->worker)
-            build_dispatch(j);
+            build_dispatch(j, deadline_us);
     }
 }
 
