@@ -23,6 +23,8 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     c->fallback = o->fallback;
     c->db = o->db;
     c->stats = o->stats;
+    c->declare = o->declare;
+    c->declare_arg = o->declare_arg;
     c->fd = -1;
     c->gaps = 1; /* not heard before the first subscription */
     backoff_init(&c->retry_backoff, o->retry_delay_ms > 0 ? o->retry_delay_ms : 1000, RETRY_CAP_MS);
@@ -332,6 +334,8 @@ static void resubscribe(consumer_t *c)
     int rc = mq_try_connect(c->mq);
     if (rc != MQ_OK)
         snprintf(err, sizeof err, "%s", mq_last_error(c->mq));
+    else if (c->declare && c->declare(c->mq, c->declare_arg, err, sizeof err) != 0)
+        rc = -1; /* a deleted queue is declared again; a refusal (406) is logged, retried */
     else if (consumer_start(c, err, sizeof err) == 0) {
         log_kv(LOG_INFO, "consumer resubscribed", "queue", c->queue, NULL);
         return;

@@ -68,6 +68,8 @@ typedef struct consumer {
     dbconn_t *db;            /* borrowed */
     executor_stats_t *stats; /* borrowed */
     int64_t next_subscribe_log_ms;
+    int (*declare)(mq_client_t *mq, const void *arg, char *err, size_t errlen);
+    const void *declare_arg;
     uint64_t gaps; /* times it stopped hearing: subscription lost, batch kept for a retry */
 } consumer_t;
 
@@ -82,6 +84,11 @@ typedef struct consumer_opts {
     const consumer_handler_t *fallback;
     dbconn_t *db;
     executor_stats_t *stats;
+    /* Declares what the consumer needs (its queue, with its exchange and bindings) before every
+     * resubscribe, as a worker does: a deleted queue comes back instead of a 404 forever. NULL:
+     * nothing. 0, or -1 with err. */
+    int (*declare)(mq_client_t *mq, const void *arg, char *err, size_t errlen);
+    const void *declare_arg;
 } consumer_opts_t;
 
 /* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker

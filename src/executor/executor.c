@@ -155,6 +155,13 @@ static int check_migrations(PGconn *db)
     return 0;
 }
 
+/* Before every resubscribe: the common topology (exchanges, dead-letter queue, results and
+ * heartbeats queues, bindings), so a queue deleted under a consumer comes back. */
+static int declare_common(mq_client_t *mq, const void *arg, char *err, size_t errlen)
+{
+    return topo_declare_common(mq, arg, err, errlen);
+}
+
 static int start_consumer(executor_t *x, consumer_t *c, const char *name, const char *queue,
                           const consumer_handler_t *handler, const mq_options_t *o)
 {
@@ -166,7 +173,9 @@ static int start_consumer(executor_t *x, consumer_t *c, const char *name, const 
                           .handler = handler,
                           .fallback = &dlq_raw_handler,
                           .db = &x->db,
-                          .stats = &x->stats};
+                          .stats = &x->stats,
+                          .declare = declare_common,
+                          .declare_arg = x->cfg};
     char err[ERRBUF_SIZE];
     if (consumer_init(c, &co) != 0) {
         log_kv(LOG_ERROR, "out of memory", NULL);
