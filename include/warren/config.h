@@ -32,6 +32,7 @@ typedef struct warren_config {
             char *exchange;
             char *queue;
             int64_t ttl_ms;
+            char *parking_queue; /* where dead letters go when they outlive ttl_ms */
         } dead_letter;
         struct {
             char *executions;

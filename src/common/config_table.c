@@ -52,7 +52,11 @@ const cfg_key_t cfg_table[] = {
     STR(MQ "dead_letter.queue", rabbitmq.dead_letter.queue, "attune.dlx.queue",
         "Queue bound to the dead-letter exchange, consumed by the executor's dead-letter handler"),
     INT(MQ "dead_letter.ttl_ms", rabbitmq.dead_letter.ttl_ms, "86400000", 1000, 30 * DAY_MS,
-        "Retention of unconsumed dead letters in the dead-letter queue"),
+        "Retention of unconsumed dead letters in the dead-letter queue; older ones move to the "
+        "parking queue"),
+    STR(MQ "dead_letter.parking_queue", rabbitmq.dead_letter.parking_queue, "attune.dlx.parking",
+        "Queue without a TTL that the dead-letter queue dead-letters into (through the default "
+        "exchange) when a dead letter outlives ttl_ms; the executor drains it too"),
     STR(MQ "exchanges.executions", rabbitmq.exchanges.executions, "attune.executions",
         "Topic exchange for dispatches, status changes, completions and heartbeats"),
     STR(MQ "queues.results", rabbitmq.queues.results, "attune.execution.results",

@@ -27,8 +27,10 @@ static void each_consumer(executor_t *x, void (*fn)(consumer_t *))
 {
     fn(&x->results);
     fn(&x->heartbeats);
-    if (x->cfg->rabbitmq.dead_letter.enabled)
+    if (x->cfg->rabbitmq.dead_letter.enabled) {
         fn(&x->dlq);
+        fn(&x->parked);
+    }
 }
 
 static int record_heard(PGconn *db, void *arg, char *err, size_t errlen)
@@ -87,12 +89,35 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
         monitor_run(x);
 }
 
+/* The oldest dead letter held unacked (a database outage keeps them), in seconds. */
+static uint64_t held_dead_letter_age_s(const consumer_t *c)
+{
+    uint64_t oldest = 0;
+    int64_t now_s = now_wall_ms() / 1000;
+    for (size_t i = 0; i < c->n; i++) {
+        uint64_t age = (uint64_t)dlq_age_s(c->batch[i], now_s);
+        oldest = age > oldest ? age : oldest;
+    }
+    return oldest;
+}
+
+/* The stats line; its dead letter age covers what was recorded since the last one and what is
+ * held now, so a backlog that nobody records shows up. */
+static void log_stats(executor_t *x)
+{
+    uint64_t held = held_dead_letter_age_s(&x->dlq), parked = held_dead_letter_age_s(&x->parked);
+    held = parked > held ? parked : held;
+    if (held > x->stats.dead_letter_age_s)
+        x->stats.dead_letter_age_s = held;
+    stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
+    x->stats.dead_letter_age_s = 0;
+}
+
 static void on_stats(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    executor_t *x = arg;
-    stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
+    log_stats(arg);
 }
 
 /* ---- signals ---- */
@@ -210,8 +235,11 @@ static int connect_broker(executor_t *x)
                        &registry_handler, &o) != 0)
         return -1;
     bool dl = cfg->rabbitmq.dead_letter.enabled;
-    if (dl && start_consumer(x, &x->dlq, "dead-letters", cfg->rabbitmq.dead_letter.queue,
-                             &dlq_handler, &o) != 0)
+    if (dl &&
+        (start_consumer(x, &x->dlq, "dead-letters", cfg->rabbitmq.dead_letter.queue, &dlq_handler,
+                        &o) != 0 ||
+         start_consumer(x, &x->parked, "parked dead letters",
+                        cfg->rabbitmq.dead_letter.parking_queue, &dlq_parked_handler, &o) != 0))
         return -1;
     if (!dl)
         log_kv(LOG_WARN,
@@ -263,6 +291,7 @@ static void stop(executor_t *x)
     consumer_free(&x->results);
     consumer_free(&x->heartbeats);
     consumer_free(&x->dlq);
+    consumer_free(&x->parked);
     mq_destroy(x->pub);
     sched_free(&x->sched);
     dbc_free(&x->db);
@@ -287,7 +316,7 @@ int executor_run(const warren_config_t *cfg)
                "batch_size", batch, NULL);
         event_base_dispatch(x->base);
         rc = EXIT_OK; /* a second signal or SIGQUIT never comes back here */
-        stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
+        log_stats(x);
         log_kv(LOG_INFO, "executor stopped", NULL);
     }
     stop(x);

@@ -22,8 +22,8 @@ typedef struct executor {
     const warren_config_t *cfg; /* borrowed; the one source of every setting */
     struct event_base *base;
     dbconn_t db;
-    mq_client_t *pub; /* dispatches; never consumes */
-    consumer_t results, heartbeats, dlq;
+    mq_client_t *pub;                            /* dispatches; never consumes */
+    consumer_t results, heartbeats, dlq, parked; /* parked: the parking queue's dead letters */
     executor_stats_t stats;
     sched_t sched;
     /* loop */
@@ -41,6 +41,10 @@ typedef struct executor {
 extern const consumer_handler_t results_handler;
 extern const consumer_handler_t registry_handler;
 extern const consumer_handler_t dlq_handler;
+extern const consumer_handler_t dlq_parked_handler;
+/* dlq_handler.c: how long a dead letter has waited since it was dead-lettered into the
+ * dead-letter queue, in seconds (0 when its x-death says nothing). */
+int64_t dlq_age_s(const mq_delivery_t *d, int64_t now_s);
 extern const consumer_handler_t dlq_raw_handler;
 
 /* Does the executor hear heartbeats now, and has it recorded since when (executor_state

@@ -48,6 +48,8 @@ void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
     dst->dead_letter_duplicates += src->dead_letter_duplicates;
     dst->batches_retried += src->batches_retried;
     dst->acks_failed += src->acks_failed;
+    if (src->dead_letter_age_s > dst->dead_letter_age_s)
+        dst->dead_letter_age_s = src->dead_letter_age_s;
     for (size_t i = 0; i < src->n_reasons; i++)
         stats_dead_letter(dst, src->dead_letters[i].reason, src->dead_letters[i].count);
     dst->dead_letters_other += src->dead_letters_other;
@@ -87,6 +89,7 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
     NUM(dlq_failed_executions);
     NUM(dead_letter_duplicates);
     NUM(batches_retried);
+    NUM(dead_letter_age_s);
     char db_t[24], reasons[512];
     snprintf(db_t, sizeof db_t, "%" PRIu64, db_errors);
     reasons_text(s, reasons, sizeof reasons);
@@ -98,6 +101,6 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
            "monitor_abandoned", monitor_abandoned_t, "abandoned_restarted", abandoned_restarted_t,
            "abandoned_timeout", abandoned_timeout_t, "dlq_failed_executions",
            dlq_failed_executions_t, "dead_letters", reasons, "dead_letter_duplicates",
-           dead_letter_duplicates_t, "batches_retried", batches_retried_t, "db_errors", db_t,
-           "breaker", breaker_state_name(breaker), NULL);
+           dead_letter_duplicates_t, "dead_letter_age_s", dead_letter_age_s_t, "batches_retried",
+           batches_retried_t, "db_errors", db_t, "breaker", breaker_state_name(breaker), NULL);
 }

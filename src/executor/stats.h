@@ -29,6 +29,8 @@ typedef struct executor_stats {
     uint64_t dead_letter_duplicates; /* redeliveries whose row already existed */
     uint64_t batches_retried;        /* batches kept unacked after a database error */
     uint64_t acks_failed;            /* acks after commit that did not reach the broker */
+    uint64_t dead_letter_age_s;      /* the longest a dead letter waited unconsumed: recorded since
+                                 * the last stats line, or held unacked now (a maximum) */
     struct {
         char reason[64];
         uint64_t count;
