@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/consumer.h"
+#include "executor/fault.h"
 #include "warren/log.h"
 
 #define RETRY_CAP_MS 30000
@@ -27,6 +28,7 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     c->declare_arg = o->declare_arg;
     c->fd = -1;
     c->gaps = 1; /* not heard before the first subscription */
+    c->fault_oom_pending = fault_armed("hold_oom_once"); /* tests only */
     backoff_init(&c->retry_backoff, o->retry_delay_ms > 0 ? o->retry_delay_ms : 1000, RETRY_CAP_MS);
     c->queue = strdup(o->queue);
     c->mq = mq_new(o->mq);
@@ -136,10 +138,16 @@ static void read_available(consumer_t *c)
     for (;;) {
         mq_delivery_t *d = NULL;
         int r = mq_consume_next(c->mq, 0, &d);
-        if (r == 1 && push(c, d))
+        bool oom = r == 1 && c->fault_oom_pending;
+        c->fault_oom_pending &= r != 1;
+        if (r == 1 && !oom && push(c, d))
             continue;
-        if (r == 1) { /* out of memory: leave it to the broker, it is redelivered */
-            log_kv(LOG_ERROR, "out of memory holding a delivery", "queue", c->queue, NULL);
+        if (r == 1) {
+            /* Out of memory: give it back to the broker now. Merely dropping it would let the
+             * next batch's ack multiple ack it too, unstored. */
+            int nacked = mq_nack(c->mq, d->delivery_tag, true);
+            log_kv(LOG_ERROR, "out of memory holding a delivery; returned to the queue", "queue",
+                   c->queue, "nack", mq_status_name(nacked), NULL);
             mq_free_delivery(c->mq, d);
             continue;
         }

@@ -71,6 +71,7 @@ typedef struct consumer {
     int (*declare)(mq_client_t *mq, const void *arg, char *err, size_t errlen);
     const void *declare_arg;
     uint64_t gaps; /* times it stopped hearing: subscription lost, batch kept for a retry */
+    bool fault_oom_pending; /* WARREN_FAULT=hold_oom_once: the first delivery is not held */
 } consumer_t;
 
 typedef struct consumer_opts {

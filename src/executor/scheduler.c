@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/assign.h"
+#include "executor/fault.h"
 #include "executor/pgtext.h"
 #include "executor/scheduler.h"
 #include "warren/db.h"
@@ -566,9 +567,7 @@ void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_
     s->db = db;
     s->pub = pub;
     s->stats = stats;
-    /* Test-only fault injection (docs/development.md); inert unless set. */
-    const char *fault = getenv("WARREN_FAULT");
-    s->fault_exit_after_commit = fault && !strcmp(fault, "exit_after_commit");
+    s->fault_exit_after_commit = fault_armed("exit_after_commit"); /* tests only */
 }
 
 size_t sched_pending_reverts(const sched_t *s)
