@@ -10,12 +10,10 @@
 require_stack
 
 isolate_topology
-new_worker w gap
+fake_worker w gap
 action=$(unique_name act)
 forget_executions "$action"
 on_exit "stack rabbit-start >/dev/null 2>&1"
-run_warren declare topology declare --worker "$w"
-assert_eq 0 "$RUN_RC" "declare the worker queue ($RUN_ERR)"
 # Stale after 2 x 2 s without a heartbeat; the broker will be away for longer than that.
 export WARREN__EXECUTOR__HEARTBEAT_STALE_FACTOR=2
 export WARREN__MESSAGE_QUEUE__RABBITMQ__CONNECT_TIMEOUT_MS=1000

@@ -8,11 +8,9 @@
 require_stack
 
 isolate_topology
-new_worker w oom
+fake_worker w oom
 action=$(unique_name act)
 forget_executions "$action"
-run_warren declare topology declare --worker "$w"
-assert_eq 0 "$RUN_RC" "declare the worker queue ($RUN_ERR)"
 WARREN_FAULT=hold_oom_once exec_start ex
 heartbeat "$w" "$action" 10 60 # the heartbeats consumer's first delivery: returned, then held
 wait_until 10 "[ \"\$(psql_q \"select count(*) from workers where id = '$w'\")\" = 1 ]"

@@ -8,17 +8,14 @@
 require_stack
 
 isolate_topology
-new_worker w stall
+fake_worker w stall
 action=$(unique_name act)
 forget_executions "$action"
-run_warren declare topology declare --worker "$w"
-assert_eq 0 "$RUN_RC" "declare the worker queue ($RUN_ERR)"
 # AMQP heartbeats every 4 s: a loop held for more than a few seconds loses its connections.
 export WARREN__MESSAGE_QUEUE__RABBITMQ__HEARTBEAT_S=4 WARREN__DATABASE__STATEMENT_TIMEOUT_MS=1000
 export WARREN__DATABASE__CONNECT_TIMEOUT_S=2
 exec_start ex
-heartbeat "$w" "$action" 10 60
-wait_until 10 "[ \"\$(psql_q \"select count(*) from workers where id = '$w'\")\" = 1 ]"
+heartbeat_seen "$w" "$action"
 ids=()
 for _ in 1 2 3 4; do ids+=("$(new_execution "$action")"); done
 list=$(IFS=,; echo "${ids[*]}")

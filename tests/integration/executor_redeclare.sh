@@ -8,14 +8,11 @@
 require_stack
 
 isolate_topology
-new_worker w redecl
+fake_worker w redecl
 action=$(unique_name act)
 forget_executions "$action"
-run_warren declare topology declare --worker "$w"
-assert_eq 0 "$RUN_RC" "declare the worker queue ($RUN_ERR)"
 exec_start ex
-heartbeat "$w" "$action" 10 60
-wait_until 10 "[ \"\$(psql_q \"select count(*) from workers where id = '$w'\")\" = 1 ]"
+heartbeat_seen "$w" "$action"
 id=$(new_execution "$action")
 wait_until 10 "[ \"\$(exec_field $id status)\" = scheduled ]"
 

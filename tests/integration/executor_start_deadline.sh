@@ -8,16 +8,13 @@
 require_stack
 
 isolate_topology
-new_worker w held
+fake_worker w held
 action=$(unique_name act)
 forget_executions "$action"
-run_warren declare topology declare --worker "$w"
-assert_eq 0 "$RUN_RC" "declare the worker queue ($RUN_ERR)"
 # The monitor is off, so only the worker's rejection can fail it.
 export WARREN__EXECUTOR__SCHEDULED_TIMEOUT_S=2 WARREN__EXECUTOR__MONITOR_INTERVAL_S=0
 exec_start ex
-heartbeat "$w" "$action" 10 60
-wait_until 10 "[ \"\$(psql_q \"select count(*) from workers where id = '$w'\")\" = 1 ]"
+heartbeat_seen "$w" "$action"
 
 id=$(new_execution "$action")
 wait_until 10 "[ \"\$(exec_field $id status)\" = scheduled ]"

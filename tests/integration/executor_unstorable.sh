@@ -9,16 +9,13 @@
 require_stack
 
 isolate_topology
-new_worker w unst
+fake_worker w unst
 action=$(unique_name act)
 forget_executions "$action"
-run_warren declare topology declare --worker "$w"
-assert_eq 0 "$RUN_RC" "declare the worker queue ($RUN_ERR)"
 # Every statement of the executor waits at most 1 s for a row lock.
 export PGOPTIONS='-c lock_timeout=1000'
 exec_start ex
-heartbeat "$w" "$action" 10 60
-wait_until 10 "[ \"\$(psql_q \"select count(*) from workers where id = '$w'\")\" = 1 ]"
+heartbeat_seen "$w" "$action"
 
 running_execution() { # prints the id of a new execution the fake worker reported running
     local id

@@ -11,11 +11,9 @@
 require_stack
 
 isolate_topology
-new_worker w sts
+fake_worker w sts
 action=$(unique_name act)
 forget_executions "$action"
-run_warren declare topology declare --worker "$w"
-assert_eq 0 "$RUN_RC" "declare the worker queue ($RUN_ERR)"
 export WARREN__EXECUTOR__RUNNING_GRACE_S=1
 exec_start ex
 
@@ -34,8 +32,7 @@ running_on() { # INCARNATION|none [TIMEOUT_S]: a new execution the worker report
 }
 
 # An older worker version (no incarnation) runs one: its heartbeats abandon nothing.
-heartbeat "$w" "$action" 10 60
-wait_until 10 "[ \"\$(psql_q \"select count(*) from workers where id = '$w'\")\" = 1 ]"
+heartbeat_seen "$w" "$action"
 legacy=$(running_on none)
 sleep 1.1 # heartbeats and reports carry whole seconds
 heartbeat "$w" "$action" 10 60

@@ -59,6 +59,21 @@ heartbeat() {
           started_at: (now | strftime("%Y-%m-%dT%H:%M:%SZ"))} + $x')")"
 }
 
+# fake_worker VAR PREFIX: like new_worker, and its queue declared (TTL, dead-letter exchange) so
+# dispatches to it wait there; the test plays the worker with heartbeat and report.
+fake_worker() {
+    new_worker "$1" "$2"
+    run_warren "declare-${!1}" topology declare --worker "${!1}"
+    assert_eq 0 "$RUN_RC" "declare the queue of ${!1} ($RUN_ERR)"
+}
+
+# heartbeat_seen WORKER ACTION [CAPACITY] [INTERVAL_S]: one heartbeat (capacity 10, interval 60 s
+# unless given), then wait until the executor has the worker's row.
+heartbeat_seen() {
+    heartbeat "$1" "$2" "${3:-10}" "${4:-60}"
+    wait_until 10 "[ \"\$(psql_q \"select count(*) from workers where id = '$1'\")\" = 1 ]"
+}
+
 # report WORKER EXECUTION_ID ATTEMPT STATUS [RESULT_JSON] [ERROR]: a fake worker's status change
 # (running) or completion (completed, failed, timeout). REPORT_EXTRA (a JSON object, e.g.
 # {"incarnation": "...", "timeout_s": 5}) is merged into the payload.
