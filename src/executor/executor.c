@@ -133,8 +133,8 @@ static void drain(executor_t *x)
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
         log_kv(LOG_WARN,
-               "some unconfirmed dispatches stay scheduled; the monitor of the next "
-               "executor fails them after executor.scheduled_timeout_s",
+               "some refused dispatches stay scheduled; the monitor of the next executor "
+               "returns them to requested after executor.unconfirmed_timeout_ms",
                NULL);
     event_base_loopexit(x->base, NULL);
 }
