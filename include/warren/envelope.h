@@ -63,6 +63,9 @@ typedef struct dispatch {
     json_object *params; /* borrowed from the envelope payload; NULL when absent */
     int attempt;         /* >= 1; 1 when absent */
     int timeout_s;       /* >= 0; 0 (absent) means the worker's default */
+    /* start_deadline: no worker may start it later (RFC 3339); the executor sets it to
+     * scheduled_at + executor.scheduled_timeout_s. Microseconds; 0 when absent. */
+    int64_t start_deadline_us;
 } dispatch_t;
 /* execution_id may be a JSON integer or a string of digits (peers that send ids as text). */
 int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err,

@@ -244,6 +244,7 @@ int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size
     jf_t p = {payload, "payload", err, errlen};
     int64_t attempt = 1, timeout_s = 0;
     json_object *params = NULL;
+    char deadline[TS_TEXT_MAX] = "";
     memset(out, 0, sizeof *out);
     if (payload_object(payload, err, errlen) != 0)
         return -1;
@@ -252,8 +253,14 @@ int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size
         jf_string_copy(&p, "action_ref", true, out->action_ref, sizeof out->action_ref) < 0 ||
         jf_object(&p, "params", false, &params) < 0 ||
         jf_int(&p, "attempt", false, 1, INT32_MAX, &attempt) < 0 ||
-        jf_int(&p, "timeout_s", false, 0, INT32_MAX, &timeout_s) < 0)
+        jf_int(&p, "timeout_s", false, 0, INT32_MAX, &timeout_s) < 0 ||
+        jf_string_copy(&p, "start_deadline", false, deadline, sizeof deadline) < 0)
         return -1;
+    if (deadline[0] && ts_parse(deadline, &out->start_deadline_us) != 0) {
+        snprintf(err, errlen, "field 'payload.start_deadline': '%s' is not an RFC 3339 date-time",
+                 deadline);
+        return -1;
+    }
     out->params = params;
     out->attempt = (int)attempt;
     out->timeout_s = (int)timeout_s;
@@ -272,6 +279,11 @@ json_object *dispatch_to_payload(const dispatch_t *d)
                            d->params ? json_object_get(d->params) : json_object_new_object());
     json_object_object_add(o, "attempt", json_object_new_int(d->attempt));
     json_object_object_add(o, "timeout_s", json_object_new_int(d->timeout_s));
+    if (d->start_deadline_us > 0) {
+        char deadline[TS_TEXT_MAX];
+        ts_format(d->start_deadline_us, deadline, sizeof deadline);
+        json_object_object_add(o, "start_deadline", json_object_new_string(deadline));
+    }
     return o;
 }
 
