@@ -100,6 +100,55 @@ static void test_parse_response(void **state)
     assert_null(r.body);
 }
 
+/*
+ * Found by tests/fuzz/fuzz_mgmt: the response buffer is not NUL-terminated, and sscanf and
+ * strtoull read the status and the content-length as C strings, past its end (sscanf took a
+ * status from the bytes after the header block; glibc's first scans the whole "string" for its
+ * NUL, which crashed the fuzzer). Each input here is followed in memory by bytes that would
+ * change the answer if they were read.
+ */
+static void test_parse_stays_within_response(void **state)
+{
+    (void)state;
+    http_response_t r;
+    char err[ERRBUF_SIZE];
+    static const char no_status[] = "HTTP/1.1\r\n\r\n"
+                                    " 200 OK"; /* not part of the response */
+    assert_int_equal(http_parse_response(no_status, 12, &r, err, sizeof err), -1);
+    assert_string_equal(err, "malformed HTTP response (12 bytes)");
+    assert_null(r.body);
+
+    /* An empty content-length is no length: the body "1" (and what follows) is not one. */
+    static const char empty_length[] = "HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\n1"
+                                       "0";
+    assert_int_equal(
+        http_parse_response(empty_length, sizeof empty_length - 2, &r, err, sizeof err), -1);
+    assert_string_equal(err, "HTTP response has an invalid content-length ''");
+
+    static const char *const bad_lengths[] = {"+2", "2x", "0x2", "-2", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad_lengths / sizeof bad_lengths[0]; i++) {
+        char raw[128];
+        int n = snprintf(raw, sizeof raw, "HTTP/1.1 200 OK\r\nContent-Length: %s\r\n\r\n[]",
+                         bad_lengths[i]);
+        if (http_parse_response(raw, (size_t)n, &r, err, sizeof err) == 0)
+            fail_msg("content-length '%s' accepted", bad_lengths[i]);
+        assert_non_null(strstr(err, "invalid content-length"));
+    }
+
+    static const char *const bad_status[] = {"HTTP/1.1 20 OK", "HTTP/1.1 +200 OK", "HTTP/1.1  200",
+                                             "HTTP/1.1 2000",  "HTTP/1.1 600 X",   "HTTP/2 200 OK"};
+    for (size_t i = 0; i < sizeof bad_status / sizeof bad_status[0]; i++) {
+        char raw[128];
+        int n = snprintf(raw, sizeof raw, "%s\r\n\r\n", bad_status[i]);
+        if (http_parse_response(raw, (size_t)n, &r, err, sizeof err) == 0)
+            fail_msg("status line '%s' accepted", bad_status[i]);
+    }
+    static const char bare[] = "HTTP/1.0 204\r\ncontent-length: 0 \r\n\r\n";
+    assert_int_equal(http_parse_response(bare, sizeof bare - 1, &r, err, sizeof err), 0);
+    assert_int_equal(r.status, 204);
+    http_response_free(&r);
+}
+
 /* A one-shot local server: accepts one connection, records the request, answers `reply`
  * (or stays silent when reply is NULL) and closes. */
 struct server {
@@ -210,9 +259,13 @@ static void test_get_connection_refused(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_url_parse),      cmocka_unit_test(test_request_text),
-        cmocka_unit_test(test_parse_response), cmocka_unit_test(test_get_against_local_server),
-        cmocka_unit_test(test_get_times_out),  cmocka_unit_test(test_get_connection_refused),
+        cmocka_unit_test(test_url_parse),
+        cmocka_unit_test(test_request_text),
+        cmocka_unit_test(test_parse_response),
+        cmocka_unit_test(test_parse_stays_within_response),
+        cmocka_unit_test(test_get_against_local_server),
+        cmocka_unit_test(test_get_times_out),
+        cmocka_unit_test(test_get_connection_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
