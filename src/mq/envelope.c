@@ -218,6 +218,7 @@ int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size
     jf_t p = {payload, "payload", err, errlen};
     int64_t attempt = 1, timeout_s = 0;
     json_object *params = NULL;
+    const char *deadline = NULL;
     memset(out, 0, sizeof *out);
     if (!json_object_is_type(payload, json_type_object)) {
         if (payload)
@@ -231,8 +232,14 @@ int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size
         jf_string_copy(&p, "action_ref", true, out->action_ref, sizeof out->action_ref) < 0 ||
         jf_object(&p, "params", false, &params) < 0 ||
         jf_int(&p, "attempt", false, 1, INT32_MAX, &attempt) < 0 ||
-        jf_int(&p, "timeout_s", false, 0, INT32_MAX, &timeout_s) < 0)
+        jf_int(&p, "timeout_s", false, 0, INT32_MAX, &timeout_s) < 0 ||
+        jf_string(&p, "start_deadline", false, TS_TEXT_MAX - 1, &deadline) < 0)
         return -1;
+    if (deadline && ts_parse(deadline, &out->start_deadline_us) != 0) {
+        snprintf(err, errlen, "field 'payload.start_deadline': '%s' is not an RFC 3339 date-time",
+                 deadline);
+        return -1;
+    }
     if (!ids_worker_valid(out->worker_id)) {
         snprintf(err, errlen, "field 'payload.worker_id': '%s' is not a valid worker id",
                  out->worker_id);
@@ -256,25 +263,47 @@ json_object *dispatch_to_payload(const dispatch_t *d)
                            d->params ? json_object_get(d->params) : json_object_new_object());
     json_object_object_add(o, "attempt", json_object_new_int(d->attempt));
     json_object_object_add(o, "timeout_s", json_object_new_int(d->timeout_s));
+    if (d->start_deadline_us != 0) {
+        char deadline[TS_TEXT_MAX];
+        ts_format(d->start_deadline_us, deadline, sizeof deadline);
+        json_object_object_add(o, "start_deadline", json_object_new_string(deadline));
+    }
     return o;
 }
 
 /* ---- ids ---- */
 
+/* Kernel randomness; without it ids could collide, which nothing may rely on: abort. */
+static void random_bytes(unsigned char *b, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(b + got, n - got, 0);
+        if (r > 0)
+            got += (size_t)r;
+        else if (errno != EINTR)
+            abort();
+    }
+}
+
 void envelope_new_id(char *buf, size_t len)
 {
     unsigned char b[16];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t n = getrandom(b + got, sizeof b - got, 0);
-        if (n > 0)
-            got += (size_t)n;
-        else if (errno != EINTR)
-            abort(); /* no kernel randomness: ids could collide, which nothing may rely on */
-    }
+    random_bytes(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
     snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
              b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
              b[14], b[15]);
+}
+
+void envelope_new_incarnation(char *buf, size_t len)
+{
+    unsigned char b[ENVELOPE_INCARNATION_LEN / 2];
+    random_bytes(b, sizeof b);
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof b && n + 3 <= len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%02x", b[i]);
+    if (len > 0)
+        buf[n < len ? n : len - 1] = '\0';
 }

@@ -366,7 +366,10 @@ static void test_timestamp_forms(void **state)
 static void test_dispatch_round_trip(void **state)
 {
     (void)state;
-    dispatch_t d = {.execution_id = 9007199254740993LL, .attempt = 2, .timeout_s = 60};
+    dispatch_t d = {.execution_id = 9007199254740993LL,
+                    .attempt = 2,
+                    .timeout_s = 60,
+                    .start_deadline_us = 1714979289123000LL};
     strcpy(d.worker_id, "node-1.eu_west");
     strcpy(d.action_ref, "core.http_request");
     d.params = json_tokener_parse("{\"url\":\"http://x\",\"n\":[1,2]}");
@@ -386,6 +389,9 @@ static void test_dispatch_round_trip(void **state)
     assert_string_equal(back.action_ref, "core.http_request");
     assert_int_equal(back.attempt, 2);
     assert_int_equal(back.timeout_s, 60);
+    assert_true(back.start_deadline_us == 1714979289123000LL); /* milliseconds survive */
+    assert_string_equal(json_object_get_string(json_object_object_get(e.payload, "start_deadline")),
+                        "2024-05-06T07:08:09.123Z");
     assert_string_equal(json_object_to_json_string_ext(back.params, JSON_C_TO_STRING_PLAIN),
                         "{\"url\":\"http:\\/\\/x\",\"n\":[1,2]}");
     envelope_free(&e);
@@ -404,7 +410,20 @@ static void test_dispatch_defaults_and_string_id(void **state)
     assert_null(d.params);
     assert_int_equal(d.attempt, 1);
     assert_int_equal(d.timeout_s, 0);
+    assert_true(d.start_deadline_us == 0);
     json_object_put(p);
+}
+
+/* Incarnations: 32 lowercase hex characters, a new one every time. */
+static void test_incarnation(void **state)
+{
+    (void)state;
+    char a[ENVELOPE_INCARNATION_LEN + 1], b[ENVELOPE_INCARNATION_LEN + 1];
+    envelope_new_incarnation(a, sizeof a);
+    envelope_new_incarnation(b, sizeof b);
+    assert_int_equal(strlen(a), ENVELOPE_INCARNATION_LEN);
+    assert_int_equal(strspn(a, "0123456789abcdef"), ENVELOPE_INCARNATION_LEN);
+    assert_string_not_equal(a, b);
 }
 
 static const struct {
@@ -433,6 +452,9 @@ static const struct {
     {"attempt", "0", "field 'payload.attempt' is 0, expected 1.."},
     {"timeout_s", "-1", "field 'payload.timeout_s' is -1"},
     {"timeout_s", "\"30\"", "field 'payload.timeout_s': expected an integer, got a string"},
+    {"start_deadline", "\"2024-05-06 07:08:09Z\"",
+     "field 'payload.start_deadline': '2024-05-06 07:08:09Z' is not an RFC 3339 date-time"},
+    {"start_deadline", "1714979289", "field 'payload.start_deadline': expected a string"},
 };
 
 static void test_dispatch_malformed(void **state)
@@ -480,6 +502,7 @@ int main(void)
         cmocka_unit_test(test_dispatch_round_trip),
         cmocka_unit_test(test_dispatch_defaults_and_string_id),
         cmocka_unit_test(test_dispatch_malformed),
+        cmocka_unit_test(test_incarnation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
