@@ -165,9 +165,12 @@ static void start(worker_t *w, exec_t *x)
 {
     char id[24], err[ERRBUF_SIZE], timeout[16];
     id_text(x->execution_id, id, sizeof id);
-    /* The submission's timeout, else the action's configured one, else the worker default. */
+    /* The submission's timeout, else the action's configured one, else the worker default
+     * (none when that is 0): the one the runner applies, and the running status reports. */
     if (x->timeout_s <= 0)
         x->timeout_s = action_timeouts_lookup(w->o.cfg->worker.action_timeouts, x->action_ref);
+    if (x->timeout_s <= 0)
+        x->timeout_s = w->o.runner.default_timeout_s > 0 ? w->o.runner.default_timeout_s : 0;
     runner_job_t job = {
         .execution_id = x->execution_id,
         .action_ref = x->action_ref,
@@ -190,8 +193,7 @@ static void start(worker_t *w, exec_t *x)
         return;
     }
     w->stats.started++;
-    snprintf(timeout, sizeof timeout, "%d",
-             x->timeout_s > 0 ? x->timeout_s : w->o.runner.default_timeout_s);
+    snprintf(timeout, sizeof timeout, "%d", x->timeout_s);
     log_kv(LOG_INFO, "execution started", "worker", w->id, "execution_id", id, "action_ref",
            x->action_ref, "timeout_s", timeout, NULL);
     reporter_running(w, x);

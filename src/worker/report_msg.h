@@ -22,7 +22,9 @@ typedef struct report_msg_running {
     int64_t execution_id;
     int attempt;
     const char *started_at;
-    const char *trace_id; /* from the dispatch; NULL or "" for none */
+    const char *trace_id;    /* from the dispatch; NULL or "" for none */
+    const char *incarnation; /* the worker process's (ENVELOPE_INCARNATION_LEN hex) */
+    int timeout_s;           /* the timeout applied to the handler; 0: none */
 } report_msg_running_t;
 
 typedef struct report_msg_completion {
@@ -39,6 +41,7 @@ typedef struct report_msg_completion {
     const char *started_at, *ended_at;
     int64_t duration_ms;
     const char *trace_id;
+    const char *incarnation;
 } report_msg_completion_t;
 
 typedef struct report_msg_heartbeat {
@@ -49,6 +52,7 @@ typedef struct report_msg_heartbeat {
     int running;
     int heartbeat_interval_s;
     const char *host, *version, *started_at;
+    const char *incarnation;
 } report_msg_heartbeat_t;
 
 /* How the completion's result had to be changed to fit an envelope. */

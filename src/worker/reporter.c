@@ -47,6 +47,8 @@ void reporter_running(worker_t *w, exec_t *x)
         .attempt = x->attempt,
         .started_at = x->started_at,
         .trace_id = x->trace_id,
+        .incarnation = w->incarnation,
+        .timeout_s = x->timeout_s,
     };
     char *body = report_msg_running(&r, message_id, &len);
     (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id,
@@ -78,6 +80,7 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
         .ended_at = ended_at,
         .duration_ms = r->duration_ms,
         .trace_id = x->trace_id,
+        .incarnation = w->incarnation,
     };
     char *body = report_msg_completion(&c, message_id, &len, &fate);
     if (body && fate != REPORT_MSG_RESULT_KEPT) {
@@ -233,6 +236,7 @@ void reporter_heartbeat(worker_t *w, const char *status)
         .host = w->host,
         .version = WARREN_VERSION,
         .started_at = w->started_at,
+        .incarnation = w->incarnation,
     };
     char *body = report_msg_heartbeat(&h, message_id, &len);
     json_object_put(capabilities);

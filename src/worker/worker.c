@@ -241,6 +241,7 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
         snprintf(w->host, sizeof w->host, "unknown");
     w->host[sizeof w->host - 1] = '\0';
     ts_now(w->started_at, sizeof w->started_at);
+    envelope_new_incarnation(w->incarnation, sizeof w->incarnation);
     execs_init(&w->execs);
     outbox_init(&w->outbox, 2 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
                 RETRY_MAX_MS);
@@ -288,8 +289,9 @@ static int run(const worker_opts_t *opts)
     } else {
         char n[16];
         snprintf(n, sizeof n, "%d", opts->max_concurrency);
-        log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue, "max_concurrency",
-               n, "handlers_dir", opts->runner.handlers_dir, "host", w->host, NULL);
+        log_kv(LOG_INFO, "worker starting", "worker", w->id, "incarnation", w->incarnation, "queue",
+               w->queue, "max_concurrency", n, "handlers_dir", opts->runner.handlers_dir, "host",
+               w->host, NULL);
         subscriber_start_later(w, 0);
         if (w->phase != PHASE_DONE)
             event_base_dispatch(w->base);

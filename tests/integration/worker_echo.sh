@@ -25,6 +25,9 @@ assert_eq "running 3 $w $id" \
     "$(jq -r '.body.payload | "\(.status) \(.attempt) \(.worker_id) \(.execution_id)"' <<<"$st")" "running payload"
 assert_eq "trace-$id" "$(jq -r .body.headers.trace_id <<<"$st")" "trace id carried over"
 assert_eq 3 "$(jq -r .body.headers.attempt <<<"$st")" "envelope attempt"
+assert_eq 20 "$(jq -r .body.payload.timeout_s <<<"$st")" "the timeout applied: the dispatch's"
+inc=$(jq -r .body.payload.incarnation <<<"$st")
+[[ "$inc" =~ ^[0-9a-f]{32}$ ]] || fail "incarnation in the running status: $inc"
 
 done_msg=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$id")")
 assert_eq "execution.completed.$w" "$(jq -r .routing_key <<<"$done_msg")" "completion routing key"
@@ -38,6 +41,9 @@ assert_eq "completed 3 $w 0 0 null false" \
     "completion payload"
 assert_eq "$(jq -cS . <<<"$params")" "$(jq -cS .result <<<"$p")" "result = the params"
 assert_eq "$(jq -r '.body.payload.started_at' <<<"$st")" "$(jq -r .started_at <<<"$p")" "started_at"
+assert_eq "$inc" "$(jq -r .incarnation <<<"$p")" "the completion carries the same incarnation"
+assert_eq "$inc" "$(wait_msg "$TOPO_HEARTBEATS" "$(is_heartbeat "$w")" | jq -r .body.payload.incarnation)" \
+    "so do the heartbeats"
 assert_contains "$(jq -r .ended_at <<<"$p")" "T"
 assert_eq true "$(jq '.duration_ms >= 0' <<<"$p")" "duration_ms"
 wait_settled "$wq"
@@ -46,6 +52,8 @@ wait_settled "$wq"
 # 20-digit integer if it re-encoded the result).
 publish_dispatch "$w" "$(dispatch_body "$((id + 1))" "$w" core.echo '{"x":1.50,"y":12345678901234567890}')"
 exact=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$((id + 1))")")
+assert_eq 300 "$(msgs "$TOPO_RESULTS" "$(is_status "$((id + 1))")" | jq '.[0].body.payload.timeout_s')" \
+    "no timeout in the dispatch: worker.default_timeout_s applies"
 assert_contains "$(jq -r .raw <<<"$exact")" '"result":{"x":1.50,"y":12345678901234567890}' "result bytes"
 
 # The same dispatch again (as a redelivery would bring it): acked, not run a second time.

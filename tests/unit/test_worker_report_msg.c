@@ -9,6 +9,8 @@
 #include "warren/envelope.h"
 #include "worker/report_msg.h"
 
+#define INCARNATION "0123456789abcdef0123456789abcdef"
+
 static report_msg_completion_t completion(const char *result_json)
 {
     return (report_msg_completion_t){
@@ -23,6 +25,7 @@ static report_msg_completion_t completion(const char *result_json)
         .ended_at = "2024-01-02T03:04:06.000Z",
         .duration_ms = 1000,
         .trace_id = "t-1",
+        .incarnation = INCARNATION,
     };
 }
 
@@ -55,7 +58,7 @@ static int64_t num(json_object *o, const char *key)
 static void test_running(void **state)
 {
     (void)state;
-    report_msg_running_t r = {"w1", 42, 3, "2024-01-02T03:04:05.000Z", "t-1"};
+    report_msg_running_t r = {"w1", 42, 3, "2024-01-02T03:04:05.000Z", "t-1", INCARNATION, 30};
     size_t len = 0;
     char *body = report_msg_running(&r, "m-1", &len);
     assert_non_null(body);
@@ -72,6 +75,8 @@ static void test_running(void **state)
     assert_string_equal(str(e.payload, "worker_id"), "w1");
     assert_string_equal(str(e.payload, "status"), "running");
     assert_string_equal(str(e.payload, "started_at"), r.started_at);
+    assert_string_equal(str(e.payload, "incarnation"), INCARNATION);
+    assert_int_equal(num(e.payload, "timeout_s"), 30);
     envelope_free(&e);
     free(body);
 }
@@ -100,6 +105,7 @@ static void test_completion_embeds_result_verbatim(void **state)
     assert_int_equal(num(e.payload, "duration_ms"), 1000);
     assert_int_equal(num(e.payload, "exit_code"), 0);
     assert_int_equal(num(e.payload, "signal"), 0);
+    assert_string_equal(str(e.payload, "incarnation"), INCARNATION);
     envelope_free(&e);
     free(body);
 }
@@ -259,7 +265,8 @@ static void test_heartbeat(void **state)
     json_object *caps = json_object_new_array();
     json_object_array_add(caps, json_object_new_string("core.echo"));
     report_msg_heartbeat_t h = {
-        "w1", "stopping", caps, 4, 1, 10, "host-a", "1.2.3", "2024-01-02T03:04:05.000Z"};
+        "w1",       "stopping", caps, 4, 1, 10, "host-a", "1.2.3", "2024-01-02T03:04:05.000Z",
+        INCARNATION};
     size_t len = 0;
     char *body = report_msg_heartbeat(&h, "m-6", &len);
     json_object_put(caps);
@@ -278,6 +285,7 @@ static void test_heartbeat(void **state)
     assert_string_equal(str(e.payload, "host"), "host-a");
     assert_string_equal(str(e.payload, "version"), "1.2.3");
     assert_string_equal(str(e.payload, "started_at"), h.started_at);
+    assert_string_equal(str(e.payload, "incarnation"), INCARNATION);
     envelope_free(&e);
     free(body);
 }
