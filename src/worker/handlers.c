@@ -189,7 +189,8 @@ int handlers_exec_path(const char *dir, const char *ref, char *path, size_t path
     }
     if (has_suffix(ref, ".so") || (size_t)snprintf(path, pathlen, "%s/%s", dir, ref) >= pathlen ||
         !is_executable_file(path)) {
-        snprintf(err, errlen, "no handler for action '%s' (no executable %s/%s)", ref, dir, ref);
+        snprintf(err, errlen, "no handler for action '%s' (no executable %.*s/%s)", ref,
+                 utf8_prec(dir, 300), dir, ref);
         return -1;
     }
     return 0;

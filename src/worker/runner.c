@@ -168,7 +168,9 @@ static void job_fail(job_t *j, const char *error)
 {
     j->outcome = RUNNER_FAILED;
     j->exit_code = -1;
-    snprintf(j->error, sizeof j->error, "%s", error);
+    /* It may name paths from the configuration, cut short by an snprintf: the completion
+     * must still be UTF-8, or the executor could never store it. */
+    capture_error_text(error, j->error, sizeof j->error);
     log_job(LOG_WARN, "execution not started", j, "error", error);
     job_finish(j);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "warren/log.h"
+#include "warren/utf8.h"
 #include "worker/runner.h"
 
 #define SOURCE_HANDLERS WARREN_SOURCE_DIR "/handlers"
@@ -476,6 +477,37 @@ static void test_missing_handler(void **state)
     got_free(&g);
 }
 
+/* An error text longer than its buffer is cut on a character boundary: the completion that
+ * carries it must be valid UTF-8, or the executor can never store it. Two lengths of the
+ * directory's name, so one of them puts the cut inside a two-byte character. */
+static void test_long_error_text_stays_utf8(void **state)
+{
+    fixture_t *f = *state;
+    for (int odd = 0; odd < 2; odd++) {
+        char dir[1024], part[256] = "";
+        for (int i = 0; i < 125; i++)
+            strcat(part, "\xC3\xA9"); /* é */
+        snprintf(dir, sizeof dir, "%s/%s", f->dir, odd ? "a" : "");
+        if (odd)
+            assert_int_equal(mkdir(dir, 0755), 0);
+        for (int level = 0; level < 2; level++) {
+            strcat(strcat(dir, "/"), part);
+            assert_int_equal(mkdir(dir, 0755), 0);
+        }
+        runner_opts_t o = default_opts(dir);
+        make_runner(f, &o);
+        got_t g;
+        run_one(f, "no.such", "{}", 0, &g);
+        assert_int_equal(g.outcome, RUNNER_FAILED);
+        assert_non_null(strstr(g.error, "no handler for action 'no.such'"));
+        if (!utf8_valid(g.error, strlen(g.error), NULL))
+            fail_msg("error text is not UTF-8: %s", g.error);
+        got_free(&g);
+        runner_free(f->runner);
+        f->runner = NULL;
+    }
+}
+
 static void test_concurrent_runs(void **state)
 {
     fixture_t *f = *state;
@@ -674,6 +706,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_leftovers_killed_on_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shell_metacharacters_stay_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_handler, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_error_text_stays_utf8, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_params_and_unread_stdin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_descriptors_not_inherited, setup, teardown),
