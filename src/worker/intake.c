@@ -75,18 +75,25 @@ static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
     }
 }
 
-static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const dispatch_t *disp)
+/* A held record for the dispatch; kept (taken over) makes it a repeat of finished work, to be
+ * answered with that completion instead of being run. */
+static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const dispatch_t *disp,
+                report_msg_completion_t *kept, size_t kept_bytes)
 {
     exec_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
-    if (!x)
+    if (!x) {
+        free(kept);
         return -1;
+    }
+    x->kept = kept;
+    x->kept_bytes = kept_bytes;
     size_t n = 2;
     const char *params = "{}";
     if (disp->params)
         params = json_object_to_json_string_length(
             disp->params, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
     if (!params || exec_set_params(x, params, n) != 0 || exec_add_tag(x, d->delivery_tag) != 0) {
-        execs_remove(&w->execs, x, false);
+        execs_remove(&w->execs, x, false); /* a kept completion goes back to the recent keys */
         return -1;
     }
     x->owner = w;
@@ -96,21 +103,48 @@ static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const 
     return 0;
 }
 
+/*
+ * The dispatch of an execution that finished here (the database lost the commit of its
+ * completion and the executor dispatched it again, or the ack of a redelivery was lost). It is
+ * not run again: its completion is sent again when its turn comes (intake_start_held), and that
+ * confirmation acks the dispatch, so the executor converges instead of waiting on a row that
+ * nothing will ever report. When the completion was no longer kept (the memory bound), it is
+ * run again: an ack alone would leave the row scheduled until its timeout fails work that
+ * succeeded, while a second run is reported and the executor's attempt fence keeps the first
+ * completion it applied.
+ */
+static void finished_before(worker_t *w, report_msg_completion_t **kept, const char *id)
+{
+    w->stats.duplicates++;
+    if (*kept) {
+        log_kv(LOG_INFO,
+               "dispatch of an execution this worker already finished: not run again, its "
+               "completion is sent again",
+               "worker", w->id, "execution_id", id, NULL);
+        return;
+    }
+    w->stats.reruns++;
+    log_kv(LOG_WARN,
+           "dispatch of an execution this worker finished, whose completion is no longer kept: "
+           "run again",
+           "worker", w->id, "execution_id", id, NULL);
+}
+
 static void accept_dispatch(worker_t *w, const mq_delivery_t *d, const envelope_t *e,
                             const dispatch_t *disp)
 {
     char id[24];
+    report_msg_completion_t *kept = NULL;
+    size_t kept_bytes = 0;
     id_text(disp->execution_id, id, sizeof id);
     exec_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
     if (x) {
         duplicate(w, x, d);
-    } else if (execs_recent(&w->execs, disp->execution_id, disp->attempt)) {
-        w->stats.duplicates++;
-        log_kv(LOG_INFO,
-               "dispatch of an execution this worker already finished: acked, not run again",
-               "worker", w->id, "execution_id", id, NULL);
-        settle(w, d->delivery_tag, true, false, id);
-    } else if (hold(w, d, e, disp) != 0) {
+        return;
+    }
+    if (execs_recent_take(&w->execs, disp->execution_id, disp->attempt, &kept, &kept_bytes))
+        finished_before(w, &kept, id);
+    if (hold(w, d, e, disp, kept, kept_bytes) != 0) {
         log_kv(LOG_ERROR, "out of memory accepting a dispatch; requeued", "worker", w->id,
                "execution_id", id, NULL);
         settle(w, d->delivery_tag, false, true, id);
@@ -199,13 +233,33 @@ static void start(worker_t *w, exec_t *x)
     reporter_running(w, x);
 }
 
-/* Room for one more: a free slot, and room in the outbox for its two reports and those of every
- * running execution, so a report never finds the outbox full. */
-static bool room_to_start(const worker_t *w)
+/* Room for x: a free slot, and room in the outbox for its two reports and those of every
+ * running execution, so a report never finds the outbox full. A repeat needs no slot and only
+ * its completion's room. */
+static bool room_for(const worker_t *w, const exec_t *x)
 {
     size_t running = runner_running(w->runner);
+    if (x->kept)
+        return w->outbox.len + 2 * running + 1 <= w->outbox.cap;
     return running < (size_t)w->o.max_concurrency &&
            w->outbox.len + 2 * (running + 1) <= w->outbox.cap;
+}
+
+/* A repeated dispatch of finished work: its completion again. */
+static void answer_repeat(worker_t *w, exec_t *x)
+{
+    char id[24];
+    id_text(x->execution_id, id, sizeof id);
+    if (reporter_repeat(w, x) != 0) {
+        log_kv(LOG_ERROR, "out of memory sending a completion again; dispatch requeued", "worker",
+               w->id, "execution_id", id, NULL);
+        for (size_t i = 0; i < x->n_tags; i++)
+            settle(w, x->tags[i], false, true, id);
+        execs_remove(&w->execs, x, true);
+        return;
+    }
+    w->stats.repeats++;
+    execs_set_stage(&w->execs, x, STAGE_FINISHED); /* its confirmation acks the dispatch */
 }
 
 /* While reports fail nothing new starts: work whose status cannot reach the executor would
@@ -228,8 +282,12 @@ size_t intake_start_held(worker_t *w)
 {
     exec_t *x;
     size_t started = 0;
-    while (w->phase == PHASE_RUNNING && room_to_start(w) &&
-           (x = execs_first_held(&w->execs)) != NULL && reports_flow(w)) {
+    while (w->phase == PHASE_RUNNING && (x = execs_first_held(&w->execs)) != NULL &&
+           room_for(w, x) && reports_flow(w)) {
+        if (x->kept) {
+            answer_repeat(w, x);
+            continue;
+        }
         start(w, x);
         started++;
     }

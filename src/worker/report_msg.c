@@ -96,6 +96,8 @@ static json_object *completion_payload(const report_msg_completion_t *c, json_ob
     json_object_object_add(p, "started_at", json_object_new_string(c->started_at));
     json_object_object_add(p, "ended_at", json_object_new_string(c->ended_at));
     json_object_object_add(p, "duration_ms", json_object_new_int64(c->duration_ms));
+    if (c->repeat)
+        json_object_object_add(p, "repeat", json_object_new_boolean(1));
     return p;
 }
 
@@ -164,6 +166,34 @@ char *report_msg_heartbeat(const report_msg_heartbeat_t *h, const char *message_
     json_object_object_add(p, "incarnation", text_or_null(h->incarnation));
     return envelope_encode(MSG_WORKER_HEARTBEAT, message_id, NULL, REPORT_MSG_SOURCE, 0, NULL, p,
                            len);
+}
+
+report_msg_completion_t *report_msg_completion_keep(const report_msg_completion_t *c, size_t *bytes)
+{
+    report_msg_completion_t k = *c;
+    const char **fields[] = {&k.worker_id, &k.status,      &k.result_json,
+                             &k.error,     &k.stderr_tail, &k.started_at,
+                             &k.ended_at,  &k.trace_id,    &k.incarnation};
+    enum { N_FIELDS = sizeof fields / sizeof fields[0] };
+    size_t lens[N_FIELDS], total = sizeof k;
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        lens[i] = *fields[i] ? strlen(*fields[i]) + 1 : 0;
+        total += lens[i];
+    }
+    report_msg_completion_t *copy = malloc(total);
+    if (!copy)
+        return NULL;
+    char *at = (char *)(copy + 1);
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        if (!*fields[i])
+            continue;
+        memcpy(at, *fields[i], lens[i]);
+        *fields[i] = at;
+        at += lens[i];
+    }
+    *copy = k;
+    *bytes = total;
+    return copy;
 }
 
 int report_msg_json_depth(const char *text)

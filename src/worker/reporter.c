@@ -15,24 +15,36 @@ static void id_text(int64_t id, char *buf, size_t len)
 
 static void ack_dispatch(worker_t *w, exec_t *x, const char *id);
 
-/* body (malloc'd, may be NULL after OOM) is taken over. -1 when the report was dropped (logged
- * and counted). */
-static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t type,
-                   const char *message_id, const char *key_prefix, char *body, size_t len)
+/* body (malloc'd, may be NULL after OOM) is taken over. -1 when it could not be queued: out of
+ * memory (*full false) or a full outbox (*full true). */
+static int push(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t type,
+                const char *message_id, const char *key_prefix, char *body, size_t len, bool *full)
 {
-    char key[160], id[24];
+    char key[160];
     snprintf(key, sizeof key, "%s.%s", key_prefix, w->id);
     outbox_msg_t *m = body ? outbox_msg_new(kind, x->execution_id, x->attempt, type, message_id,
                                             key, body, len)
                            : NULL;
+    *full = m != NULL;
     if (m && outbox_push(&w->outbox, m, now_mono_ms()) == 0)
+        return 0;
+    outbox_msg_free(m);
+    return -1;
+}
+
+/* push, and a report that could not be queued is dropped: -1, logged and counted. */
+static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t type,
+                   const char *message_id, const char *key_prefix, char *body, size_t len)
+{
+    char id[24];
+    bool full;
+    if (push(w, kind, x, type, message_id, key_prefix, body, len, &full) == 0)
         return 0;
     /* Cannot happen while intake keeps room for every running execution's reports. */
     id_text(x->execution_id, id, sizeof id);
     w->stats.reports_lost++;
-    log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped", "worker",
-           w->id, "execution_id", id, "type", msg_type_name(type), NULL);
-    outbox_msg_free(m);
+    log_kv(LOG_ERROR, full ? "outbox full: report dropped" : "out of memory: report dropped",
+           "worker", w->id, "execution_id", id, "type", msg_type_name(type), NULL);
     return -1;
 }
 
@@ -83,6 +95,8 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
         .incarnation = w->incarnation,
     };
     char *body = report_msg_completion(&c, message_id, &len, &fate);
+    /* Kept with the execution's key once it is confirmed: a repeated dispatch gets it again. */
+    x->kept = report_msg_completion_keep(&c, &x->kept_bytes);
     if (body && fate != REPORT_MSG_RESULT_KEPT) {
         id_text(x->execution_id, id, sizeof id);
         log_kv(LOG_WARN,
@@ -99,6 +113,20 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
         ack_dispatch(w, x, id);
         execs_remove(&w->execs, x, true);
     }
+}
+
+int reporter_repeat(worker_t *w, exec_t *x)
+{
+    char message_id[40];
+    size_t len = 0;
+    report_msg_fate_t fate;
+    report_msg_completion_t c = *x->kept;
+    c.repeat = true;
+    envelope_new_id(message_id, sizeof message_id); /* a new message: the first was delivered */
+    bool full;
+    char *body = report_msg_completion(&c, message_id, &len, &fate);
+    return push(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id, "execution.completed",
+                body, len, &full);
 }
 
 /* The message for m; id (24 bytes) holds the execution id text it points at. */

@@ -33,6 +33,8 @@ static void stats_log(worker_t *w, const char *msg)
         s->timed_out,
         s->rejected,
         s->duplicates,
+        s->repeats,
+        s->reruns,
         s->requeued,
         s->dropped_held,
         s->publish_retries,
@@ -46,9 +48,9 @@ static void stats_log(worker_t *w, const char *msg)
         snprintf(v[i], sizeof v[i], "%" PRIu64, n[i]);
     log_kv(LOG_INFO, msg, "worker", w->id, "running", v[0], "held", v[1], "outbox", v[2],
            "deliveries", v[3], "started", v[4], "completed", v[5], "failed", v[6], "timeout", v[7],
-           "rejected", v[8], "duplicates", v[9], "requeued", v[10], "dropped_held", v[11],
-           "publish_retries", v[12], "reports_lost", v[13], "heartbeats_failed", v[14],
-           "resubscribes", v[15], "abandoned", v[16], NULL);
+           "rejected", v[8], "duplicates", v[9], "repeats", v[10], "reruns", v[11], "requeued",
+           v[12], "dropped_held", v[13], "publish_retries", v[14], "reports_lost", v[15],
+           "heartbeats_failed", v[16], "resubscribes", v[17], "abandoned", v[18], NULL);
 }
 
 void worker_finish(worker_t *w, int exit_code)

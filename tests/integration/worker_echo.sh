@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A core.echo dispatch: the worker reports running, then completed with the params as the result
 # and the dispatch's attempt, with the documented properties; the dispatch is acked. The same
-# dispatch sent again is acked without running twice; core.noop (in-process) completes with {}.
+# dispatch sent again is answered with the same completion (marked "repeat") without running
+# twice; core.noop (in-process) completes with {}.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -56,9 +57,15 @@ assert_eq 300 "$(msgs "$TOPO_RESULTS" "$(is_status "$((id + 1))")" | jq '.[0].bo
     "no timeout in the dispatch: worker.default_timeout_s applies"
 assert_contains "$(jq -r .raw <<<"$exact")" '"result":{"x":1.50,"y":12345678901234567890}' "result bytes"
 
-# The same dispatch again (as a redelivery would bring it): acked, not run a second time.
+# The same dispatch again (as a redelivery, or a database that lost the completion, would bring
+# it): not run a second time, its completion is sent again, marked, under a new message id.
 publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.echo "$params" 3 20)"
-wait_log worker '"msg":"dispatch of an execution this worker already finished: acked, not run again"' 10
+wait_log worker '"msg":"dispatch of an execution this worker already finished: not run again, its completion is sent again"' 10
+again=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$id") and .body.payload.repeat == true")
+assert_eq "$(jq -c '.body.payload + {repeat: true}' <<<"$done_msg")" "$(jq -c .body.payload <<<"$again")" \
+    "the same payload, plus repeat: true"
+[ "$(jq -r .body.message_id <<<"$again")" != "$(jq -r .body.message_id <<<"$done_msg")" ] ||
+    fail "a repeated completion is a new message"
 wait_settled "$wq"
 
 # In-process handler.
@@ -68,8 +75,9 @@ assert_eq 'completed {}' "$(jq -rc '.body.payload | "\(.status) \(.result | tojs
 
 stop_worker worker "$BG_PID"
 collect "$TOPO_RESULTS"
-assert_eq 1 "$(msgs "$TOPO_RESULTS" "$(is_completion "$id")" | jq length)" "one completion for the duplicate"
+assert_eq 2 "$(msgs "$TOPO_RESULTS" "$(is_completion "$id")" | jq length)" "the completion and its repeat"
 assert_eq 1 "$(msgs "$TOPO_RESULTS" "$(is_status "$id")" | jq length)" "one running status for the duplicate"
 assert_contains "$WORKER_STATS" '"duplicates":"1"'
+assert_contains "$WORKER_STATS" '"repeats":"1"'
 assert_contains "$WORKER_STATS" '"completed":"3"'
 pass

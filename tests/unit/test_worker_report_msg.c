@@ -130,6 +130,44 @@ static void test_completion_without_result(void **state)
     free(body);
 }
 
+/* A kept completion is a deep copy; sent again, it is the same payload plus repeat: true. */
+static void test_completion_kept_and_repeated(void **state)
+{
+    (void)state;
+    char result[] = "{\"n\": 1.50}", tail[] = "err\n";
+    report_msg_completion_t c = completion(result);
+    c.stderr_tail = tail;
+    c.error = NULL;
+    report_msg_fate_t fate;
+    size_t len = 0, len2 = 0, bytes = 0;
+    char *first = report_msg_completion(&c, "m-a", &len, &fate);
+    report_msg_completion_t *kept = report_msg_completion_keep(&c, &bytes);
+    assert_non_null(kept);
+    assert_true(bytes > sizeof *kept + strlen(result));
+    memset(result, 'x', sizeof result - 1); /* the copy owns its strings */
+    memset(tail, 'x', sizeof tail - 1);
+    assert_null(kept->error);
+    report_msg_completion_t again_c = *kept;
+    again_c.repeat = true;
+    char *again = report_msg_completion(&again_c, "m-b", &len2, &fate);
+    assert_non_null(first);
+    assert_non_null(again);
+    envelope_t a, b;
+    decode(first, len, &a);
+    decode(again, len2, &b);
+    assert_false(json_object_object_get_ex(a.payload, "repeat", NULL));
+    assert_string_equal(b.message_id, "m-b");
+    assert_true(json_object_get_boolean(field(b.payload, "repeat")));
+    json_object_object_del(b.payload, "repeat");
+    assert_true(json_object_equal(a.payload, b.payload));
+    assert_non_null(strstr(again, "\"result\":{\"n\": 1.50}"));
+    envelope_free(&a);
+    envelope_free(&b);
+    free(first);
+    free(again);
+    free(kept);
+}
+
 static char *nested(int depth)
 {
     char *s = malloc((size_t)depth * 2 + 1);
@@ -296,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_running),
         cmocka_unit_test(test_completion_embeds_result_verbatim),
         cmocka_unit_test(test_completion_without_result),
+        cmocka_unit_test(test_completion_kept_and_repeated),
         cmocka_unit_test(test_depth_limit_matches_the_decoder),
         cmocka_unit_test(test_too_large_result_is_cut),
         cmocka_unit_test(test_prefix_fitting),
