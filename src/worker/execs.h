@@ -42,6 +42,7 @@ typedef struct exec {
     char *params; /* JSON text; NULL means {} */
     size_t params_len;
     int timeout_s;
+    int64_t start_deadline_us; /* never started past it (wall clock, us); 0: none */
     char trace_id[ENVELOPE_ID_MAX];
     char started_at[40]; /* RFC 3339, set when started */
     /* The completion it sent (report_msg_completion_keep), owned; NULL until it finished. A

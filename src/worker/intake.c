@@ -98,6 +98,7 @@ static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const 
     }
     x->owner = w;
     x->timeout_s = disp->timeout_s;
+    x->start_deadline_us = disp->start_deadline_us;
     snprintf(x->action_ref, sizeof x->action_ref, "%s", disp->action_ref);
     snprintf(x->trace_id, sizeof x->trace_id, "%s", e->trace_id);
     return 0;
@@ -278,10 +279,41 @@ static bool reports_flow(worker_t *w)
     return false;
 }
 
+/*
+ * The executor fails a dispatch that nobody started by its start deadline (it is held here while
+ * the outbox fails or a burst is over capacity, or it waited in the queue): starting it later
+ * would run work whose execution is already failed, or will be. Dead-letter it instead; the
+ * executor records it (x-death reason rejected). Repeats are answered anyway: they start
+ * nothing, and their completion is the truth.
+ */
+static void drop_past_deadline(worker_t *w)
+{
+    int64_t now_us = now_wall_ms() * 1000;
+    exec_t *x = w->execs.head;
+    while (x) {
+        exec_t *next = x->next;
+        if (x->stage == STAGE_HELD && !x->kept && x->start_deadline_us != 0 &&
+            now_us > x->start_deadline_us) {
+            char id[24], deadline[TS_TEXT_MAX];
+            id_text(x->execution_id, id, sizeof id);
+            ts_format(x->start_deadline_us, deadline, sizeof deadline);
+            w->stats.past_deadline++;
+            log_kv(LOG_WARN, "start deadline passed before the dispatch could start; dead-lettered",
+                   "worker", w->id, "execution_id", id, "start_deadline", deadline, NULL);
+            for (size_t i = 0; i < x->n_tags; i++)
+                settle(w, x->tags[i], false, false, id);
+            execs_remove(&w->execs, x, false);
+        }
+        x = next;
+    }
+}
+
 size_t intake_start_held(worker_t *w)
 {
     exec_t *x;
     size_t started = 0;
+    if (execs_count(&w->execs, STAGE_HELD) > 0)
+        drop_past_deadline(w);
     while (w->phase == PHASE_RUNNING && (x = execs_first_held(&w->execs)) != NULL &&
            room_for(w, x) && reports_flow(w)) {
         if (x->kept) {

@@ -32,6 +32,7 @@ static void stats_log(worker_t *w, const char *msg)
         s->failed,
         s->timed_out,
         s->rejected,
+        s->past_deadline,
         s->duplicates,
         s->repeats,
         s->reruns,
@@ -48,9 +49,10 @@ static void stats_log(worker_t *w, const char *msg)
         snprintf(v[i], sizeof v[i], "%" PRIu64, n[i]);
     log_kv(LOG_INFO, msg, "worker", w->id, "running", v[0], "held", v[1], "outbox", v[2],
            "deliveries", v[3], "started", v[4], "completed", v[5], "failed", v[6], "timeout", v[7],
-           "rejected", v[8], "duplicates", v[9], "repeats", v[10], "reruns", v[11], "requeued",
-           v[12], "dropped_held", v[13], "publish_retries", v[14], "reports_lost", v[15],
-           "heartbeats_failed", v[16], "resubscribes", v[17], "abandoned", v[18], NULL);
+           "rejected", v[8], "past_deadline", v[9], "duplicates", v[10], "repeats", v[11], "reruns",
+           v[12], "requeued", v[13], "dropped_held", v[14], "publish_retries", v[15],
+           "reports_lost", v[16], "heartbeats_failed", v[17], "resubscribes", v[18], "abandoned",
+           v[19], NULL);
 }
 
 void worker_finish(worker_t *w, int exit_code)

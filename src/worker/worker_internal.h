@@ -25,6 +25,7 @@ typedef struct worker_stats {
     uint64_t deliveries; /* dispatches received */
     uint64_t started, completed, failed, timed_out;
     uint64_t rejected;        /* nacked without requeue: dead-lettered */
+    uint64_t past_deadline;   /* dead-lettered unstarted: their start deadline had passed */
     uint64_t duplicates;      /* redeliveries of executions already here: not run again */
     uint64_t repeats;         /* of those, finished ones answered with their completion again */
     uint64_t reruns;          /* finished ones whose completion was no longer kept: run again */
