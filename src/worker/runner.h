@@ -7,13 +7,16 @@
  * (WARREN_EXECUTION_ID, WARREN_ACTION_REF, WARREN_ATTEMPT, WARREN_TIMEOUT_S, PATH). stdout is
  * the result, capped at max_output_bytes; the last stderr_tail_bytes of stderr are kept. On
  * timeout the whole group gets SIGTERM, then SIGKILL kill_grace_s later. When the handler
- * process exits, whatever it left running in its group is killed.
+ * process exits, whatever it left running in its group is killed; when the worker dies, however
+ * it dies, so is every handler group (spawn.h: a death signal and a guard process).
  *
  * In-process handlers (core.noop and the *.so modules in handlers_dir, see warren/handler.h) run inline inside
  * runner_start(); their result is still delivered through done_cb from the loop.
  *
  * The runner owns a SIGCHLD event on the base and ignores SIGPIPE process-wide (a handler that
  * closes stdin early must not kill the worker); handlers get default signal dispositions back.
+ * It reaps every child of the process (waitpid(-1)): its handlers, its guard, and orphans a
+ * worker running as PID 1 inherits.
  */
 #ifndef WARREN_WORKER_RUNNER_H
 #define WARREN_WORKER_RUNNER_H
@@ -100,5 +103,9 @@ size_t runner_running(const runner_t *r);
 void runner_terminate_all(runner_t *r);
 
 const char *runner_outcome_name(runner_outcome_t outcome);
+
+/* Processes reaped that were not handlers: orphans of their descendants, which a worker
+ * running as PID 1 (a container's init) inherits. */
+uint64_t runner_orphans_reaped(const runner_t *r);
 
 #endif

@@ -43,6 +43,7 @@ static void stats_log(worker_t *w, const char *msg)
         s->heartbeats_failed,
         s->resubscribes,
         s->abandoned,
+        runner_orphans_reaped(w->runner),
     };
     char v[sizeof n / sizeof n[0]][24];
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
@@ -52,7 +53,7 @@ static void stats_log(worker_t *w, const char *msg)
            "rejected", v[8], "past_deadline", v[9], "duplicates", v[10], "repeats", v[11], "reruns",
            v[12], "requeued", v[13], "dropped_held", v[14], "publish_retries", v[15],
            "reports_lost", v[16], "heartbeats_failed", v[17], "resubscribes", v[18], "abandoned",
-           v[19], NULL);
+           v[19], "orphans_reaped", v[20], NULL);
 }
 
 void worker_finish(worker_t *w, int exit_code)

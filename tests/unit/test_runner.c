@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "warren/log.h"
@@ -583,6 +584,45 @@ static void test_descriptors_not_inherited(void **state)
     got_free(&g);
 }
 
+/* The handler starts with nothing blocked or ignored (the worker ignores SIGPIPE, and blocks
+ * every signal while it starts a handler). */
+static void test_signal_state_is_clean(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    write_handler(f, "t.sig", "exec grep -E '^Sig(Blk|Ign)' /proc/self/status");
+    got_t g;
+    run_one(f, "t.sig", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_string_equal(g.result,
+                        "{\"output\":\"SigBlk:\\t0000000000000000\\nSigIgn:\\t0000000000000000\"}");
+    got_free(&g);
+}
+
+/* An executable the kernel cannot run fails with the exec's reason, and leaves no process. */
+static void test_exec_failure(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    char path[128];
+    snprintf(path, sizeof path, "%s/t.badinterp", f->dir);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fputs("#!/nonexistent/interpreter\n", out);
+    fclose(out);
+    assert_int_equal(chmod(path, 0755), 0);
+    got_t g;
+    run_one(f, "t.badinterp", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_FAILED);
+    assert_int_equal(g.exit_code, -1);
+    assert_non_null(strstr(g.error, "cannot start handler"));
+    assert_non_null(strstr(g.error, "No such file or directory"));
+    assert_true(waitpid(-1, NULL, WNOHANG) <= 0); /* reaped, no zombie left */
+    got_free(&g);
+}
+
 static void test_terminate_all(void **state)
 {
     fixture_t *f = *state;
@@ -710,6 +750,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_params_and_unread_stdin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_descriptors_not_inherited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signal_state_is_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminate_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_kills_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noop_inprocess, setup, teardown),
