@@ -129,8 +129,14 @@ static void read_available(consumer_t *c)
         int r = mq_consume_next(c->mq, 0, &d);
         if (r == 1 && push(c, d))
             continue;
-        if (r == 1) { /* out of memory: leave it to the broker, it is redelivered */
-            log_kv(LOG_ERROR, "out of memory holding a delivery", "queue", c->queue, NULL);
+        if (r == 1) {
+            /* Out of memory: give it back to the broker. Merely dropping it would not do: the
+             * batch's ack (multiple, up to its last tag) would ack it too, never stored. */
+            log_kv(LOG_ERROR, "out of memory holding a delivery; requeued", "queue", c->queue,
+                   NULL);
+            if (mq_nack(c->mq, d->delivery_tag, true) != MQ_OK)
+                log_kv(LOG_WARN, "nack failed; the broker requeues the delivery with the channel",
+                       "queue", c->queue, "error", mq_last_error(c->mq), NULL);
             mq_free_delivery(c->mq, d);
             continue;
         }
