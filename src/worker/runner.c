@@ -620,6 +620,13 @@ static int runner_check_dir(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "handlers_dir %s: not a directory", dir);
         return -1;
     }
+    if (handlers_writable_by_others(&st)) {
+        snprintf(err, errlen,
+                 "handlers_dir %s is writable by its group or others (mode %03o): whoever can "
+                 "add a file there decides what the worker runs; chmod go-w %s",
+                 dir, (unsigned)(st.st_mode & 07777), dir);
+        return -1;
+    }
     return 0;
 }
 

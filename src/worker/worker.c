@@ -1,8 +1,10 @@
 /* The worker daemon: one event loop, its timers and signals, graded shutdown, stats. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include "warren/log.h"
 #include "warren/utf8.h"
@@ -282,9 +284,45 @@ static void teardown(worker_t *w)
     evloop_base_free(w->base);
 }
 
+extern char **environ;
+
+/*
+ * Once the configuration is loaded, the worker's WARREN__* variables (the broker URL holds a
+ * password) are of no more use, and nothing should read them: they are unset, and their text
+ * in the initial environment is overwritten, since unsetenv only drops the pointer and
+ * /proc/PID/environ shows that block. The process becomes non-dumpable, which closes
+ * /proc/PID/{environ,mem} and ptrace to other processes of the same user (handlers included:
+ * they get a fresh environment anyway) and leaves no core file. Handlers and the guard inherit
+ * the clean environment; a handler is dumpable again after its exec.
+ */
+static void hide_secrets(void)
+{
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, "WARREN__", 8) == 0;
+    char **found = n ? calloc(n, sizeof *found) : NULL;
+    size_t k = 0;
+    for (char **e = environ; found && *e; e++)
+        if (strncmp(*e, "WARREN__", 8) == 0)
+            found[k++] = *e;
+    for (size_t i = 0; i < k; i++) {
+        char *eq = strchr(found[i], '=');
+        char *name = eq ? strndup(found[i], (size_t)(eq - found[i])) : NULL;
+        if (name)
+            (void)unsetenv(name);
+        free(name);
+        explicit_bzero(found[i], strlen(found[i]));
+    }
+    free(found);
+    if (n > k || prctl(PR_SET_DUMPABLE, 0) != 0)
+        log_kv(LOG_WARN, "could not hide the worker's environment from other processes", "error",
+               n > k ? "out of memory" : strerror(errno), NULL);
+}
+
 static int run(const worker_opts_t *opts)
 {
     char err[ERRBUF_SIZE] = "";
+    hide_secrets();
     worker_t *w = calloc(1, sizeof *w);
     if (!w)
         return EXIT_RUNTIME;

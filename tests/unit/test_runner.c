@@ -509,6 +509,24 @@ static void test_long_error_text_stays_utf8(void **state)
     }
 }
 
+/* A handlers directory others can write is refused at start: whoever can add a file there
+ * decides what the worker runs. */
+static void test_writable_dir_refused(void **state)
+{
+    fixture_t *f = *state;
+    const mode_t modes[] = {0775, 0757, 01777};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(f->dir, modes[i]), 0);
+        runner_opts_t o = default_opts(f->dir);
+        char err[ERRBUF_SIZE] = "";
+        assert_null(runner_new(f->base, &o, err, sizeof err));
+        assert_non_null(strstr(err, "is writable by its group or others"));
+    }
+    assert_int_equal(chmod(f->dir, 0755), 0);
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+}
+
 static void test_concurrent_runs(void **state)
 {
     fixture_t *f = *state;
@@ -747,6 +765,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shell_metacharacters_stay_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_handler, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_error_text_stays_utf8, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writable_dir_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_params_and_unread_stdin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_descriptors_not_inherited, setup, teardown),
