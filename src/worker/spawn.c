@@ -82,6 +82,10 @@ __attribute__((noreturn)) static void guard_run(int rfd)
     if (rfd != GUARD_FD && dup2(rfd, GUARD_FD) < 0)
         _exit(1);
     closefrom(GUARD_FD + 1); /* the worker's sockets, its end of this pipe, handler pipes */
+    /* Nor does it hold the worker's output (a supervisor's pipe) open: it has nothing to say. */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3 && null >= 0; fd++)
+        (void)dup2(null, fd);
 
     groups_t groups = {0};
     int32_t rec[256];
