@@ -11,11 +11,7 @@ require_stack
 worker_env
 
 exec_start ex
-new_worker w repeat
-on_exit "psql_q \"update executions set status = 'cancelled' where pinned_worker = '$w'
-    and status in ('requested', 'scheduled', 'running', 'canceling')\" >/dev/null 2>&1"
-start_worker worker "$w"
-wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$w'\")\" = online ]"
+start_live_worker w repeat
 
 id=$(psql_q "insert into executions (action_ref, pinned_worker, params)
              values ('core.echo', '$w', '{\"n\": 1}') returning id")
