@@ -11,7 +11,7 @@
 typedef enum { BREAKER_CLOSED = 0, BREAKER_OPEN, BREAKER_HALF_OPEN } breaker_state_t;
 
 typedef struct breaker {
-    const char *name; /* for logs; not owned */
+    const char *name; /* for logs; borrowed */
     int failure_threshold;
     int success_threshold;
     int64_t open_timeout_ms;

@@ -23,7 +23,7 @@ bool db_connection_lost(PGconn *db);
  * Prints what it applied to out (NULL: to the log). Returns the number applied, -1 on
  * failure: err names the file, line and statement; that file's changes are rolled back,
  * files applied before it stay. An applied file whose checksum changed is a failure. */
-int db_migrate(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen);
+int db_migrate(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen) WARN_UNUSED;
 /* The number of migrations in dir (NULL: db_schema_dir()) not applied yet. Changes and prints
  * nothing. -1 on failure or when an applied file has changed since (named in err). */
 int db_migrate_pending(PGconn *db, const char *dir, char *err, size_t errlen) WARN_UNUSED;

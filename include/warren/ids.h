@@ -27,5 +27,9 @@ bool ids_action_ref_valid(const char *ref);
  * of len bytes must be 1 to 18 digits, no sign, spaces or leading zero, so an id has exactly
  * one spelling. -1 for anything else (also a NUL within len). */
 int ids_execution_id_parse(const char *s, size_t len, int64_t *out) WARN_UNUSED;
+/* id as text (decimal, as ids_execution_id_parse reads it back) into buf[len]; a buffer of
+ * IDS_EXECUTION_ID_TEXT bytes holds any int64_t. For headers, correlation ids and log fields. */
+#define IDS_EXECUTION_ID_TEXT 24
+void ids_execution_id_text(int64_t id, char *buf, size_t len);
 
 #endif

@@ -42,7 +42,8 @@ typedef struct mq_options {
 
 void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id);
 
-/* One message to publish. Properties follow the management-UI conventions in the issue. */
+/* One message to publish. Every publish carries content_type application/json, persistent
+ * delivery, a message_id, a timestamp (seconds) and app_id; the fields below add the rest. */
 typedef struct mq_message {
     const char *exchange;
     const char *routing_key;

@@ -37,19 +37,15 @@ static void get_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int get_parse(int argc, char **argv, get_opts_t *o)
 {
-    int rc = cli_parse_read_opts("get", get_usage_line, argc, argv, &o->config, &o->json);
-    if (rc != 0)
-        return rc;
+    const cli_option_t options[] = {{"json", 'j', .flag = &o->json}};
+    const cli_spec_t spec = {"get", get_usage_line, options, CLI_COUNT(options), "ID"};
+    int rc = cli_parse(&spec, argc, argv, &o->config, &o->id);
     int64_t id;
-    if (optind != argc - 1 || cli_parse_int64(argv[optind], 1, INT64_MAX, &id) != 0) {
-        cli_usage_error("get", get_usage_line,
-                        optind == argc      ? "ID missing"
-                        : optind < argc - 1 ? "one ID only"
-                                            : "an execution id is a positive whole number");
+    if (rc == 0 && cli_parse_int64(o->id, 1, INT64_MAX, &id) != 0) {
+        cli_usage_error("get", get_usage_line, "an execution id is a positive whole number");
         return -1;
     }
-    o->id = argv[optind];
-    return 0;
+    return rc;
 }
 
 /* The row, its history and its dead letters as one JSON document built by the server, so

@@ -33,11 +33,9 @@ static void workers_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int workers_parse(int argc, char **argv, workers_opts_t *o)
 {
-    int rc = cli_parse_read_opts("workers", workers_usage_line, argc, argv, &o->config, &o->json);
-    if (rc != 0 || optind == argc)
-        return rc;
-    cli_usage_error("workers", workers_usage_line, "unexpected argument '%s'", argv[optind]);
-    return -1;
+    const cli_option_t options[] = {{"json", 'j', .flag = &o->json}};
+    const cli_spec_t spec = {"workers", workers_usage_line, options, CLI_COUNT(options), NULL};
+    return cli_parse(&spec, argc, argv, &o->config, NULL);
 }
 
 /* Liveness is computed by the database clock, the one last_heartbeat was written with;

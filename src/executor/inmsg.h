@@ -18,7 +18,7 @@ typedef struct inmsg {
 } inmsg_t;
 
 /* Decode d's envelope into m. 0 when it decoded; -1 with reason parse_error otherwise. */
-int inmsg_open(inmsg_t *m, const mq_delivery_t *d);
+int inmsg_open(inmsg_t *m, const mq_delivery_t *d) WARN_UNUSED;
 /* Mark m unusable with a dead-letter reason and a printf-style explanation. Returns -1. */
 int inmsg_reject(inmsg_t *m, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -193,8 +193,9 @@ static int claim(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
     return 0;
 }
 
-/* Count the capability names of every worker so one array holds them all. */
-static size_t parse_capabilities(sched_batch_t *b)
+/* Decode each worker's capabilities column (a JSON array) into caps[i]; returns how many names
+ * they hold together, so that one array can hold them all. */
+static size_t decode_capabilities(sched_batch_t *b)
 {
     size_t total = 0;
     for (size_t i = 0; i < b->nw; i++) {
@@ -239,7 +240,7 @@ static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
         return -1;
     }
     b->nw = nw; /* only now: batch_free walks caps[0..nw) */
-    b->cap_names = calloc(parse_capabilities(b) + 1, sizeof *b->cap_names);
+    b->cap_names = calloc(decode_capabilities(b) + 1, sizeof *b->cap_names);
     if (!b->cap_names) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -337,7 +338,7 @@ static int sched_work(PGconn *db, void *arg, char *err, size_t errlen)
     return write_outcome(db, b, err, errlen);
 }
 
-static bool declared(const declared_set_t *s, const char *id)
+static bool already_declared(const declared_set_t *s, const char *id)
 {
     for (size_t i = 0; i < s->n; i++)
         if (!strcmp(s->ids[i], id))
@@ -347,7 +348,7 @@ static bool declared(const declared_set_t *s, const char *id)
 
 static void remember_declared(declared_set_t *s, const char *id)
 {
-    if (declared(s, id))
+    if (already_declared(s, id))
         return;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
@@ -369,7 +370,8 @@ static void declare_pinned(sched_t *s, const sched_batch_t *b)
 {
     for (size_t i = 0; i < b->n; i++) {
         const sched_job_t *j = &b->jobs[i];
-        if (!j->scheduled || j->a.worker != ASSIGN_PINNED || declared(&s->declared, j->worker))
+        if (!j->scheduled || j->a.worker != ASSIGN_PINNED ||
+            already_declared(&s->declared, j->worker))
             continue;
         char err[ERRBUF_SIZE];
         if (topo_declare_worker(s->pub, s->cfg, j->worker, err, sizeof err) == 0)

@@ -30,19 +30,9 @@ uint64_t stats_dead_letters(const executor_stats_t *s, const char *reason)
 
 void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
 {
-    dst->sched_ticks += src->sched_ticks;
-    dst->dispatched += src->dispatched;
-    dst->dispatch_failed += src->dispatch_failed;
-    dst->dispatch_reverted += src->dispatch_reverted;
-    dst->results_applied += src->results_applied;
-    dst->results_stale += src->results_stale;
-    dst->heartbeats += src->heartbeats;
-    dst->monitor_failed += src->monitor_failed;
-    dst->monitor_abandoned += src->monitor_abandoned;
-    dst->dlq_failed_executions += src->dlq_failed_executions;
-    dst->dead_letter_duplicates += src->dead_letter_duplicates;
-    dst->batches_retried += src->batches_retried;
-    dst->acks_failed += src->acks_failed;
+#define STATS_ADD(name) dst->name += src->name;
+    EXECUTOR_COUNTERS(STATS_ADD)
+#undef STATS_ADD
     for (size_t i = 0; i < src->n_reasons; i++)
         stats_dead_letter(dst, src->dead_letters[i].reason, src->dead_letters[i].count);
     dst->dead_letters_other += src->dead_letters_other;
@@ -60,31 +50,21 @@ static void reasons_text(const executor_stats_t *s, char *buf, size_t len)
         snprintf(buf + o, len - o, "%sother=%" PRIu64, o ? "," : "", s->dead_letters_other);
 }
 
-#define NUM(field)                                                                                 \
-    char field##_t[24];                                                                            \
-    snprintf(field##_t, sizeof field##_t, "%" PRIu64, s->field)
-
 void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_errors)
 {
-    NUM(dispatched);
-    NUM(dispatch_failed);
-    NUM(dispatch_reverted);
-    NUM(results_applied);
-    NUM(results_stale);
-    NUM(heartbeats);
-    NUM(monitor_failed);
-    NUM(monitor_abandoned);
-    NUM(dlq_failed_executions);
-    NUM(dead_letter_duplicates);
-    NUM(batches_retried);
+    struct {
+#define STATS_TEXT_FIELD(name) char name[24];
+        EXECUTOR_COUNTERS(STATS_TEXT_FIELD)
+#undef STATS_TEXT_FIELD
+    } t;
     char db_t[24], reasons[512];
+#define STATS_TEXT(name) snprintf(t.name, sizeof t.name, "%" PRIu64, s->name);
+    EXECUTOR_COUNTERS(STATS_TEXT)
+#undef STATS_TEXT
     snprintf(db_t, sizeof db_t, "%" PRIu64, db_errors);
     reasons_text(s, reasons, sizeof reasons);
-    log_kv(LOG_INFO, "stats", "dispatched", dispatched_t, "dispatch_failed", dispatch_failed_t,
-           "dispatch_reverted", dispatch_reverted_t, "results_applied", results_applied_t,
-           "results_stale", results_stale_t, "heartbeats", heartbeats_t, "monitor_failed",
-           monitor_failed_t, "monitor_abandoned", monitor_abandoned_t, "dlq_failed_executions",
-           dlq_failed_executions_t, "dead_letters", reasons, "dead_letter_duplicates",
-           dead_letter_duplicates_t, "batches_retried", batches_retried_t, "db_errors", db_t,
-           "breaker", breaker_state_name(breaker), NULL);
+#define STATS_KV(name) #name, t.name,
+    log_kv(LOG_INFO, "stats", EXECUTOR_COUNTERS(STATS_KV) "dead_letters", reasons, "db_errors",
+           db_t, "breaker", breaker_state_name(breaker), NULL);
+#undef STATS_KV
 }

@@ -10,20 +10,27 @@
 
 #define STATS_MAX_REASONS 24
 
+/* X(name): every counter, in the order of the stats log line. Adding a counter is one line
+ * here: the struct, stats_merge() and stats_log() are built from this list. */
+#define EXECUTOR_COUNTERS(X)                                                                       \
+    X(sched_ticks)            /* scheduler rounds run */                                           \
+    X(dispatched)             /* dispatches confirmed by the broker */                             \
+    X(dispatch_failed)        /* publishes not confirmed (moved back to requested) */              \
+    X(dispatch_reverted)      /* rows actually moved back by the CAS */                            \
+    X(results_applied)        /* status changes written from worker messages */                    \
+    X(results_stale)          /* worker messages that changed nothing (attempt/status fence) */    \
+    X(heartbeats)             /* heartbeats applied */                                             \
+    X(monitor_failed)         /* scheduled too long -> failed */                                   \
+    X(monitor_abandoned)      /* running on a stale worker -> abandoned */                         \
+    X(dlq_failed_executions)  /* executions failed because their dispatch dead-lettered */         \
+    X(dead_letter_duplicates) /* redeliveries whose row already existed */                         \
+    X(batches_retried)        /* batches kept unacked after a database error */                    \
+    X(acks_failed)            /* acks after commit that did not reach the broker */
+
 typedef struct executor_stats {
-    uint64_t sched_ticks;
-    uint64_t dispatched;        /* dispatches confirmed by the broker */
-    uint64_t dispatch_failed;   /* publishes not confirmed (moved back to requested) */
-    uint64_t dispatch_reverted; /* rows actually moved back by the CAS */
-    uint64_t results_applied;   /* status changes written from worker messages */
-    uint64_t results_stale;     /* worker messages that changed nothing (attempt/status fence) */
-    uint64_t heartbeats;        /* heartbeats applied */
-    uint64_t monitor_failed;    /* scheduled too long -> failed */
-    uint64_t monitor_abandoned; /* running on a stale worker -> abandoned */
-    uint64_t dlq_failed_executions;  /* executions failed because their dispatch dead-lettered */
-    uint64_t dead_letter_duplicates; /* redeliveries whose row already existed */
-    uint64_t batches_retried;        /* batches kept unacked after a database error */
-    uint64_t acks_failed;            /* acks after commit that did not reach the broker */
+#define STATS_FIELD(name) uint64_t name;
+    EXECUTOR_COUNTERS(STATS_FIELD)
+#undef STATS_FIELD
     struct {
         char reason[64];
         uint64_t count;
@@ -36,7 +43,8 @@ void stats_dead_letter(executor_stats_t *s, const char *reason, uint64_t n);
 uint64_t stats_dead_letters(const executor_stats_t *s, const char *reason);
 /* Add every counter of src to dst (a transaction's counts, once it committed). */
 void stats_merge(executor_stats_t *dst, const executor_stats_t *src);
-/* One log line with every counter, the breaker state and database error count. */
+/* One log line with every counter, the dead letters by reason, the database error count and the
+ * breaker state. */
 void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_errors);
 
 #endif

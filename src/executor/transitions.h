@@ -1,6 +1,11 @@
 /*
  * The legal transitions between execution statuses (warren/exec_status.h, docs/schema.md), as
- * a table. Every status change the executor writes is guarded by SQL generated from this table.
+ * a table. Status writes that accept several source statuses take their guard from it
+ * (trans_sources_literal, trans_pairs_literal: results, the dead-letter handler, the monitor's
+ * abandoned). Writes from one known status compare with that status as EXEC_SQL(NAME) in their
+ * statement (the scheduler's requested -> scheduled or failed and scheduled -> requested, the
+ * monitor's scheduled -> failed); tests/unit/test_transitions.c checks that those edges are in
+ * the table.
  */
 #ifndef WARREN_EXECUTOR_TRANSITIONS_H
 #define WARREN_EXECUTOR_TRANSITIONS_H

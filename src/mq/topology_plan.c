@@ -77,13 +77,25 @@ void topo_plan_common(const warren_config_t *cfg, topo_plan_t *p)
     add_binding(p, r->exchanges.executions, r->queues.heartbeats, "worker.heartbeat.#");
 }
 
+typedef int (*worker_name_fn)(const char *worker_id, char *buf, size_t len);
+
+/* An empty plan for one of a worker's queues: its name and binding key (TOPO_NAME_MAX bytes
+ * each) from the worker id; -1 when the id is not valid. */
+static int worker_plan(topo_plan_t *p, const char *worker_id, worker_name_fn queue_of,
+                       worker_name_fn key_of, char *queue, char *key)
+{
+    memset(p, 0, sizeof *p);
+    return queue_of(worker_id, queue, TOPO_NAME_MAX) == 0 &&
+                   key_of(worker_id, key, TOPO_NAME_MAX) == 0
+               ? 0
+               : -1;
+}
+
 int topo_plan_worker(const warren_config_t *cfg, const char *worker_id, topo_plan_t *p)
 {
     const typeof(cfg->rabbitmq) *r = &cfg->rabbitmq;
     char queue[TOPO_NAME_MAX], key[TOPO_NAME_MAX];
-    memset(p, 0, sizeof *p);
-    if (topo_worker_queue(worker_id, queue, sizeof queue) != 0 ||
-        topo_dispatch_key(worker_id, key, sizeof key) != 0)
+    if (worker_plan(p, worker_id, topo_worker_queue, topo_dispatch_key, queue, key) != 0)
         return -1;
     snprintf(p->hint, sizeof p->hint, "warren topology declare --worker %s", worker_id);
     topo_queue_t *q = add_queue(p, cfg, queue);
@@ -97,6 +109,23 @@ int topo_plan_worker(const warren_config_t *cfg, const char *worker_id, topo_pla
             add_str_arg(q, "x-overflow", "reject-publish");
         }
     }
+    add_binding(p, r->exchanges.executions, queue, key);
+    return 0;
+}
+
+int topo_plan_control(const warren_config_t *cfg, const char *worker_id, topo_plan_t *p)
+{
+    const typeof(cfg->rabbitmq) *r = &cfg->rabbitmq;
+    char queue[TOPO_NAME_MAX], key[TOPO_NAME_MAX];
+    if (worker_plan(p, worker_id, topo_control_queue, topo_cancel_key, queue, key) != 0)
+        return -1;
+    add_exchange(p, r->exchanges.executions, "topic");
+    /* Not add_queue(): a quorum queue can be neither exclusive nor transient. */
+    topo_queue_t *q = &p->queues[p->n_queues++];
+    set_name(q->name, queue, NULL, NULL);
+    q->transient = true;
+    if (r->dead_letter.enabled) /* a control message the worker refuses is kept there */
+        add_str_arg(q, "x-dead-letter-exchange", r->dead_letter.exchange);
     add_binding(p, r->exchanges.executions, queue, key);
     return 0;
 }

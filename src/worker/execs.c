@@ -8,7 +8,7 @@ void execs_init(execs_t *t)
     memset(t, 0, sizeof *t);
 }
 
-static void exec_free(exec_t *x)
+static void record_free(execs_record_t *x)
 {
     free(x->tags);
     free(x->params);
@@ -18,10 +18,10 @@ static void exec_free(exec_t *x)
 
 void execs_free(execs_t *t)
 {
-    exec_t *x = t->head;
+    execs_record_t *x = t->head;
     while (x) {
-        exec_t *next = x->next;
-        exec_free(x);
+        execs_record_t *next = x->next;
+        record_free(x);
         x = next;
     }
     for (size_t i = 0; i < t->recent_len; i++)
@@ -29,18 +29,18 @@ void execs_free(execs_t *t)
     execs_init(t);
 }
 
-exec_t *execs_find(const execs_t *t, int64_t execution_id, int attempt)
+execs_record_t *execs_find(const execs_t *t, int64_t execution_id, int attempt)
 {
     /* Linear: a worker holds at most about twice its concurrency. */
-    for (exec_t *x = t->head; x; x = x->next)
+    for (execs_record_t *x = t->head; x; x = x->next)
         if (x->execution_id == execution_id && x->attempt == attempt)
             return x;
     return NULL;
 }
 
-exec_t *execs_add(execs_t *t, int64_t execution_id, int attempt)
+execs_record_t *execs_add(execs_t *t, int64_t execution_id, int attempt)
 {
-    exec_t *x = calloc(1, sizeof *x);
+    execs_record_t *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
     x->execution_id = execution_id;
@@ -73,7 +73,7 @@ static void reclaim(execs_t *t)
 }
 
 /* Takes x's kept completion over. */
-static void remember(execs_t *t, exec_t *x)
+static void remember(execs_t *t, execs_record_t *x)
 {
     execs_recent_t *r = &t->recent[t->recent_next];
     drop_kept(t, r); /* the oldest key, when the ring is full */
@@ -87,7 +87,7 @@ static void remember(execs_t *t, exec_t *x)
     reclaim(t);
 }
 
-void execs_remove(execs_t *t, exec_t *x, bool finished)
+void execs_remove(execs_t *t, execs_record_t *x, bool finished)
 {
     if (finished || x->kept)
         remember(t, x);
@@ -100,24 +100,24 @@ void execs_remove(execs_t *t, exec_t *x, bool finished)
     else
         t->tail = x->prev;
     t->count[x->stage]--;
-    exec_free(x);
+    record_free(x);
 }
 
-void execs_set_stage(execs_t *t, exec_t *x, exec_stage_t stage)
+void execs_set_stage(execs_t *t, execs_record_t *x, execs_stage_t stage)
 {
     t->count[x->stage]--;
     t->count[stage]++;
     x->stage = stage;
 }
 
-size_t execs_count(const execs_t *t, exec_stage_t stage)
+size_t execs_count(const execs_t *t, execs_stage_t stage)
 {
     return t->count[stage];
 }
 
-exec_t *execs_first_held(const execs_t *t)
+execs_record_t *execs_first_held(const execs_t *t)
 {
-    for (exec_t *x = t->head; x; x = x->next)
+    for (execs_record_t *x = t->head; x; x = x->next)
         if (x->stage == STAGE_HELD)
             return x;
     return NULL;
@@ -149,7 +149,7 @@ bool execs_recent_take(execs_t *t, int64_t execution_id, int attempt,
     return true;
 }
 
-int exec_add_tag(exec_t *x, uint64_t tag)
+int execs_add_tag(execs_record_t *x, uint64_t tag)
 {
     if (x->n_tags == x->cap_tags) {
         size_t cap = x->cap_tags ? x->cap_tags * 2 : 2;
@@ -163,7 +163,7 @@ int exec_add_tag(exec_t *x, uint64_t tag)
     return 0;
 }
 
-int exec_set_params(exec_t *x, const char *json, size_t len)
+int execs_set_params(execs_record_t *x, const char *json, size_t len)
 {
     char *copy = malloc(len + 1);
     if (!copy)

@@ -8,11 +8,6 @@
 #include "warren/timestamp.h"
 #include "worker/worker_internal.h"
 
-static void id_text(int64_t id, char *buf, size_t len)
-{
-    snprintf(buf, len, "%" PRId64, id);
-}
-
 /* Acks and nacks are best effort: when they fail the channel is gone and the broker has
  * requeued the delivery, which then comes back and is handled again. */
 static void settle(worker_t *w, uint64_t tag, bool ack, bool requeue, const char *execution_id)
@@ -40,33 +35,24 @@ static void reject(worker_t *w, const mq_delivery_t *d, const char *why)
 static int parse(worker_t *w, const mq_delivery_t *d, envelope_t *e, dispatch_t *disp, char *why,
                  size_t len)
 {
-    if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
+    if (subscriber_decode(d, MSG_EXECUTION_REQUESTED, e, why, len) != 0 ||
+        dispatch_from_payload(e->payload, disp, why, len) != 0)
         return -1;
-    if (e->type != MSG_EXECUTION_REQUESTED) {
-        snprintf(why, len, "message_type '%s' is not ExecutionRequested", e->type_name);
-        return -1;
-    }
-    if (dispatch_from_payload(e->payload, disp, why, len) != 0)
-        return -1;
-    if (strcmp(disp->worker_id, w->id) != 0) {
-        snprintf(why, len, "dispatch for worker '%s' reached worker '%s'", disp->worker_id, w->id);
-        return -1;
-    }
-    return 0;
+    return subscriber_addressed(w, "dispatch", disp->worker_id, why, len);
 }
 
 /* The same execution and attempt is already here: never run it twice. */
-static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
+static void duplicate(worker_t *w, execs_record_t *x, const mq_delivery_t *d)
 {
-    char id[24];
-    id_text(x->execution_id, id, sizeof id);
+    char id[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     w->stats.duplicates++;
     if (x->running_reported) {
         log_kv(LOG_INFO, "dispatch of an execution already running here: acked, not run again",
                "worker", w->id, "execution_id", id, "redelivered",
                d->redelivered ? "true" : "false", NULL);
         settle(w, d->delivery_tag, true, false, id);
-    } else if (exec_add_tag(x, d->delivery_tag) != 0) {
+    } else if (execs_add_tag(x, d->delivery_tag) != 0) {
         settle(w, d->delivery_tag, false, true, id); /* out of memory: let it come back */
     } else {
         log_kv(LOG_INFO, "dispatch of an execution already here: acked once it is reported running",
@@ -80,7 +66,7 @@ static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
 static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const dispatch_t *disp,
                 report_msg_completion_t *kept, size_t kept_bytes)
 {
-    exec_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
+    execs_record_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
     if (!x) {
         free(kept);
         return -1;
@@ -92,7 +78,7 @@ static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const 
     if (disp->params)
         params = json_object_to_json_string_length(
             disp->params, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-    if (!params || exec_set_params(x, params, n) != 0 || exec_add_tag(x, d->delivery_tag) != 0) {
+    if (!params || execs_set_params(x, params, n) != 0 || execs_add_tag(x, d->delivery_tag) != 0) {
         execs_remove(&w->execs, x, false); /* a kept completion goes back to the recent keys */
         return -1;
     }
@@ -134,11 +120,11 @@ static void finished_before(worker_t *w, report_msg_completion_t **kept, const c
 static void accept_dispatch(worker_t *w, const mq_delivery_t *d, const envelope_t *e,
                             const dispatch_t *disp)
 {
-    char id[24];
+    char id[IDS_EXECUTION_ID_TEXT];
     report_msg_completion_t *kept = NULL;
     size_t kept_bytes = 0;
-    id_text(disp->execution_id, id, sizeof id);
-    exec_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
+    ids_execution_id_text(disp->execution_id, id, sizeof id);
+    execs_record_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
     if (x) {
         duplicate(w, x, d);
         return;
@@ -175,17 +161,19 @@ void intake_delivery(worker_t *w, mq_delivery_t *d)
 
 static void on_done(const runner_result_t *r, void *arg)
 {
-    exec_t *x = arg;
+    execs_record_t *x = arg;
     worker_t *w = x->owner;
-    char ended_at[40], id[24], ms[24], code[16];
+    char ended_at[40], id[IDS_EXECUTION_ID_TEXT], ms[24], code[16];
     ts_now(ended_at, sizeof ended_at);
-    id_text(x->execution_id, id, sizeof id);
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, r->duration_ms);
     snprintf(code, sizeof code, "%d", r->exit_code);
     if (r->outcome == RUNNER_COMPLETED)
         w->stats.completed++;
     else if (r->outcome == RUNNER_TIMEOUT)
         w->stats.timed_out++;
+    else if (r->outcome == RUNNER_CANCELLED)
+        w->stats.cancelled++;
     else
         w->stats.failed++;
     log_kv(LOG_INFO, "execution finished", "worker", w->id, "execution_id", id, "action_ref",
@@ -196,17 +184,17 @@ static void on_done(const runner_result_t *r, void *arg)
     worker_kick_soon(w);
 }
 
-static void start(worker_t *w, exec_t *x)
+static void start(worker_t *w, execs_record_t *x)
 {
-    char id[24], err[ERRBUF_SIZE], timeout[16];
-    id_text(x->execution_id, id, sizeof id);
+    char id[IDS_EXECUTION_ID_TEXT], err[ERRBUF_SIZE], timeout[16];
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     /* The submission's timeout, else the action's configured one, else the worker default
      * (none when that is 0): the one the runner applies, and the running status reports. */
     if (x->timeout_s <= 0)
         x->timeout_s = action_timeouts_lookup(w->o.cfg->worker.action_timeouts, x->action_ref);
     if (x->timeout_s <= 0)
         x->timeout_s = w->o.runner.default_timeout_s > 0 ? w->o.runner.default_timeout_s : 0;
-    runner_job_t job = {
+    runner_spec_t spec = {
         .execution_id = x->execution_id,
         .action_ref = x->action_ref,
         .params_json = x->params,
@@ -218,7 +206,7 @@ static void start(worker_t *w, exec_t *x)
     /* Set before runner_start: an in-process handler's result arrives from the loop later,
      * but the state must already say running. */
     execs_set_stage(&w->execs, x, STAGE_RUNNING);
-    if (runner_start(w->runner, &job, on_done, x, err, sizeof err) != 0) {
+    if (runner_start(w->runner, &spec, on_done, x, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id, "execution_id",
                id, "error", err, NULL);
         w->stats.rejected++;
@@ -234,23 +222,26 @@ static void start(worker_t *w, exec_t *x)
     reporter_running(w, x);
 }
 
-/* Room for x: a free slot, and room in the outbox for its two reports and those of every
- * running execution, so a report never finds the outbox full. A repeat needs no slot and only
- * its completion's room. */
-static bool room_for(const worker_t *w, const exec_t *x)
+/* Room for x: a free slot, and room in the outbox for its two reports, those of every running
+ * execution and one for each other held one (its cancel or its repeated completion is
+ * reported), so a report never finds the outbox full. A repeat needs no slot and only its
+ * completion's room. */
+static bool room_for(const worker_t *w, const execs_record_t *x)
 {
     size_t running = runner_running(w->runner);
+    size_t held = execs_count(&w->execs, STAGE_HELD); /* x included */
+    size_t others = held > 0 ? held - 1 : 0;
     if (x->kept)
-        return w->outbox.len + 2 * running + 1 <= w->outbox.cap;
+        return w->outbox.len + 2 * running + 1 + others <= w->outbox.cap;
     return running < (size_t)w->o.max_concurrency &&
-           w->outbox.len + 2 * (running + 1) <= w->outbox.cap;
+           w->outbox.len + 2 * (running + 1) + others <= w->outbox.cap;
 }
 
 /* A repeated dispatch of finished work: its completion again. */
-static void answer_repeat(worker_t *w, exec_t *x)
+static void answer_repeat(worker_t *w, execs_record_t *x)
 {
-    char id[24];
-    id_text(x->execution_id, id, sizeof id);
+    char id[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     if (reporter_repeat(w, x) != 0) {
         log_kv(LOG_ERROR, "out of memory sending a completion again; dispatch requeued", "worker",
                w->id, "execution_id", id, NULL);
@@ -289,13 +280,13 @@ static bool reports_flow(worker_t *w)
 static void drop_past_deadline(worker_t *w)
 {
     int64_t now_us = now_wall_ms() * 1000;
-    exec_t *x = w->execs.head;
+    execs_record_t *x = w->execs.head;
     while (x) {
-        exec_t *next = x->next;
+        execs_record_t *next = x->next;
         if (x->stage == STAGE_HELD && !x->kept && x->start_deadline_us != 0 &&
             now_us > x->start_deadline_us) {
-            char id[24], deadline[TS_TEXT_MAX];
-            id_text(x->execution_id, id, sizeof id);
+            char id[IDS_EXECUTION_ID_TEXT], deadline[TS_TEXT_MAX];
+            ids_execution_id_text(x->execution_id, id, sizeof id);
             ts_format(x->start_deadline_us, deadline, sizeof deadline);
             w->stats.past_deadline++;
             log_kv(LOG_WARN, "start deadline passed before the dispatch could start; dead-lettered",
@@ -310,7 +301,7 @@ static void drop_past_deadline(worker_t *w)
 
 size_t intake_start_held(worker_t *w)
 {
-    exec_t *x;
+    execs_record_t *x;
     size_t started = 0;
     if (execs_count(&w->execs, STAGE_HELD) > 0)
         drop_past_deadline(w);
@@ -326,12 +317,25 @@ size_t intake_start_held(worker_t *w)
     return started;
 }
 
+void intake_cancel_held(worker_t *w, execs_record_t *x)
+{
+    runner_result_t r = {
+        .execution_id = x->execution_id,
+        .action_ref = x->action_ref,
+        .outcome = RUNNER_CANCELLED,
+        .exit_code = -1,
+        .stderr_tail = "",
+        .error = "Cancelled by request",
+    };
+    on_done(&r, x); /* never started: no started_at, and its completion acks the dispatch */
+}
+
 void intake_requeue_held(worker_t *w)
 {
-    exec_t *x;
+    execs_record_t *x;
     while ((x = execs_first_held(&w->execs)) != NULL) {
-        char id[24];
-        id_text(x->execution_id, id, sizeof id);
+        char id[IDS_EXECUTION_ID_TEXT];
+        ids_execution_id_text(x->execution_id, id, sizeof id);
         for (size_t i = 0; i < x->n_tags; i++) {
             w->stats.requeued++;
             settle(w, x->tags[i], false, true, id);
@@ -344,9 +348,9 @@ void intake_requeue_held(worker_t *w)
 
 void intake_forget_deliveries(worker_t *w)
 {
-    exec_t *x = w->execs.head;
+    execs_record_t *x = w->execs.head;
     while (x) {
-        exec_t *next = x->next;
+        execs_record_t *next = x->next;
         x->n_tags = 0;
         if (x->stage == STAGE_HELD) {
             w->stats.dropped_held++;

@@ -11,6 +11,10 @@
  * guard alone would miss a group the worker died before registering. The child registers
  * itself before it execs, while it still holds a copy of the pipe, so the guard always learns
  * of it first.
+ *
+ * The death signal follows the thread that spawned the handler, not the process: call these
+ * from a thread that lives as long as the worker (its loop's). Threads of in-process handlers
+ * may run meanwhile: the vfork()ed child touches only its own frame and the kernel's state.
  */
 #ifndef WARREN_WORKER_SPAWN_H
 #define WARREN_WORKER_SPAWN_H

@@ -18,8 +18,6 @@
 #define OUTBOX_SLACK 16
 #define RETRY_BASE_MS 200
 #define RETRY_MAX_MS 30000
-#define SUBSCRIBE_BASE_MS 250
-#define SUBSCRIBE_MAX_MS 10000
 
 static void stats_log(worker_t *w, const char *msg)
 {
@@ -46,6 +44,12 @@ static void stats_log(worker_t *w, const char *msg)
         s->resubscribes,
         s->abandoned,
         runner_orphans_reaped(w->runner),
+        runner_stuck(w->runner),
+        s->cancelled,
+        s->cancels,
+        s->cancels_ignored,
+        s->control_rejected,
+        s->control_resubscribes,
     };
     char v[sizeof n / sizeof n[0]][24];
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
@@ -55,7 +59,9 @@ static void stats_log(worker_t *w, const char *msg)
            "rejected", v[8], "past_deadline", v[9], "duplicates", v[10], "repeats", v[11], "reruns",
            v[12], "requeued", v[13], "dropped_held", v[14], "publish_retries", v[15],
            "reports_lost", v[16], "heartbeats_failed", v[17], "resubscribes", v[18], "abandoned",
-           v[19], "orphans_reaped", v[20], NULL);
+           v[19], "orphans_reaped", v[20], "stuck_handlers", v[21], "cancelled", v[22], "cancels",
+           v[23], "cancels_ignored", v[24], "control_rejected", v[25], "control_resubscribes",
+           v[26], NULL);
 }
 
 void worker_finish(worker_t *w, int exit_code)
@@ -145,7 +151,7 @@ static void drain(worker_t *w, const char *signal_name)
     intake_requeue_held(w);
     reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
     (void)evloop_arm(&w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
-    subscriber_cancel(w); /* requeues what arrives meanwhile; may already finish the drain */
+    subscriber_cancel(&w->dispatch); /* requeues what arrives meanwhile; may finish the drain */
     worker_kick(w);
 }
 
@@ -179,7 +185,8 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     worker_t *w = arg;
-    subscriber_pump(w);
+    subscriber_pump(&w->dispatch);
+    subscriber_pump(&w->control);
     int rc = mq_pump(w->publisher);
     (void)rc; /* heartbeats and late frames; a loss shows at the next publish */
 }
@@ -211,7 +218,10 @@ static int setup_events(worker_t *w)
     evtimer_assign(&w->ev_retry, w->base, on_kick, w);
     evtimer_assign(&w->ev_deadline, w->base, on_deadline, w);
     evtimer_assign(&w->ev_kick, w->base, on_kick, w);
-    subscriber_init(w);
+    subscriber_init(&w->dispatch, w, &subscriber_dispatches, w->consumer, w->queue,
+                    &w->stats.resubscribes);
+    subscriber_init(&w->control, w, &control_kind, w->control_client, w->control_queue,
+                    &w->stats.control_resubscribes);
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)w->o.cfg->rabbitmq.heartbeat_s * 1000);
     if (evloop_every(&w->ev_pump, w->base, pump_ms, on_pump, w) != 0 ||
         evloop_every(&w->ev_heartbeat, w->base, (int64_t)w->o.heartbeat_interval_s * 1000,
@@ -226,11 +236,12 @@ static int setup_clients(worker_t *w)
 {
     mq_options_t mo;
     mq_options_from_config(&mo, w->o.cfg, "warren-worker");
-    mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channel */
+    mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channels */
     w->consumer = mq_new(&mo);
+    w->control_client = mq_new(&mo);
     mo.prefetch = 0;
     w->publisher = mq_new(&mo);
-    return w->consumer && w->publisher ? 0 : -1;
+    return w->consumer && w->control_client && w->publisher ? 0 : -1;
 }
 
 static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
@@ -238,7 +249,8 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     w->o = *o;
     snprintf(w->id, sizeof w->id, "%s", o->id);
     w->o.id = w->id;
-    if (topo_worker_queue(w->id, w->queue, sizeof w->queue) != 0) {
+    if (topo_worker_queue(w->id, w->queue, sizeof w->queue) != 0 ||
+        topo_control_queue(w->id, w->control_queue, sizeof w->control_queue) != 0) {
         snprintf(err, errlen, "invalid worker id '%.*s': %s", utf8_prec(o->id, 80), o->id,
                  IDS_WORKER_RULE);
         return -1;
@@ -250,9 +262,9 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     ts_now(w->started_at, sizeof w->started_at);
     envelope_new_incarnation(w->incarnation, sizeof w->incarnation);
     execs_init(&w->execs);
-    outbox_init(&w->outbox, 2 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
+    /* Two reports per running execution, one per held one (a cancel), and some slack. */
+    outbox_init(&w->outbox, 3 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
                 RETRY_MAX_MS);
-    backoff_init(&w->subscribe_backoff, SUBSCRIBE_BASE_MS, SUBSCRIBE_MAX_MS);
     w->base = event_base_new();
     if (!w->base) {
         snprintf(err, errlen, "cannot create the event loop");
@@ -278,6 +290,7 @@ static void teardown(worker_t *w)
     }
     /* Closing the consumer connection hands every unacked delivery back to the broker. */
     mq_destroy(w->consumer);
+    mq_destroy(w->control_client); /* the broker deletes the control queue with it */
     mq_destroy(w->publisher);
     execs_free(&w->execs);
     outbox_free(&w->outbox);
@@ -335,7 +348,8 @@ static int run(const worker_opts_t *opts)
         log_kv(LOG_INFO, "worker starting", "worker", w->id, "incarnation", w->incarnation, "queue",
                w->queue, "max_concurrency", n, "handlers_dir", opts->runner.handlers_dir, "host",
                w->host, NULL);
-        subscriber_start_later(w, 0);
+        subscriber_start_later(&w->dispatch, 0);
+        subscriber_start_later(&w->control, 0);
         if (w->phase != PHASE_DONE)
             event_base_dispatch(w->base);
         rc = w->exit_code;

@@ -50,7 +50,7 @@ static void expect_text_refused(const char *text, size_t len, const char *want)
 static void test_round_trip(void **state)
 {
     (void)state;
-    for (msg_type_t t = MSG_EXECUTION_REQUESTED; t <= MSG_WORKER_HEARTBEAT; t++) {
+    for (msg_type_t t = MSG_EXECUTION_REQUESTED; t <= MSG_EXECUTION_CANCEL_REQUESTED; t++) {
         json_object *payload = json_object_new_object();
         json_object_object_add(payload, "k", json_object_new_string("v\u00e9\"\\/"));
         size_t len = 0;
@@ -483,6 +483,49 @@ static void test_dispatch_malformed(void **state)
     assert_string_equal(err, "field 'payload' is missing");
 }
 
+static void test_cancel_payload(void **state)
+{
+    (void)state;
+    json_object *p = json_tokener_parse("{\"execution_id\": 42, \"attempt\": 2, \"worker_id\": "
+                                        "\"w1\", \"requested_by\": \"ops\"}");
+    cancel_request_t c;
+    char err[ERRBUF_SIZE] = "";
+    assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
+    assert_int_equal(c.execution_id, 42);
+    assert_int_equal(c.attempt, 2);
+    assert_string_equal(c.worker_id, "w1");
+    assert_string_equal(c.requested_by, "ops");
+    json_object_put(p);
+
+    p = json_tokener_parse("{\"execution_id\": \"7\", \"attempt\": 1, \"worker_id\": \"w1\"}");
+    assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
+    assert_int_equal(c.execution_id, 7);
+    assert_string_equal(c.requested_by, "");
+    json_object_put(p);
+
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"{\"attempt\": 1, \"worker_id\": \"w1\"}", "field 'payload.execution_id' is missing"},
+        {"{\"execution_id\": 4, \"worker_id\": \"w1\"}", "field 'payload.attempt' is missing"},
+        {"{\"execution_id\": 4, \"attempt\": 0, \"worker_id\": \"w1\"}",
+         "field 'payload.attempt' is 0"},
+        {"{\"execution_id\": 4, \"attempt\": 1}", "field 'payload.worker_id' is missing"},
+        {"{\"execution_id\": 4, \"attempt\": 1, \"worker_id\": \"w#\"}",
+         "'w#' is not a valid worker id"},
+        {"{\"execution_id\": 4, \"attempt\": 1, \"worker_id\": \"w1\", \"requested_by\": 3}",
+         "field 'payload.requested_by': expected a string"},
+        {"[1]", "field 'payload': expected an object, got an array"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = json_tokener_parse(bad[i].text);
+        int rc = cancel_from_payload(p, &c, err, sizeof err);
+        if (rc == 0 || !strstr(err, bad[i].want))
+            fail_msg("%s: want \"%s\", got rc=%d \"%s\"", bad[i].text, bad[i].want, rc, err);
+        json_object_put(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_dispatch_defaults_and_string_id),
         cmocka_unit_test(test_dispatch_malformed),
         cmocka_unit_test(test_incarnation),
+        cmocka_unit_test(test_cancel_payload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

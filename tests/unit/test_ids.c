@@ -74,6 +74,15 @@ static void test_execution_id_text(void **state)
     const char nul_inside[] = {'1', '2', '\0', '3'};
     assert_int_equal(ids_execution_id_parse(nul_inside, sizeof nul_inside, &id),
                      -1); /* a NUL inside */
+
+    /* Written as read back. */
+    char text[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(INT64_C(999999999999999999), text, sizeof text);
+    assert_string_equal(text, "999999999999999999");
+    assert_int_equal(ids_execution_id_parse(text, strlen(text), &id), 0);
+    assert_int_equal(id, INT64_C(999999999999999999));
+    ids_execution_id_text(INT64_MIN, text, sizeof text); /* the widest: it fits */
+    assert_string_equal(text, "-9223372036854775808");
 }
 
 int main(void)

@@ -118,6 +118,37 @@ static void test_worker_plan(void **state)
     assert_int_equal(topo_plan_worker(&cfg, "w#", &p), -1);
 }
 
+/* A worker process's control queue: its connection's own, never quorum, dead-lettering refusals. */
+static void test_control_plan(void **state)
+{
+    (void)state;
+    warren_config_t cfg = test_config(QUEUE_QUORUM, true);
+    topo_plan_t p;
+    assert_int_equal(topo_plan_control(&cfg, "w1", &p), 0);
+    assert_int_equal(p.n_exchanges, 1);
+    assert_string_equal(p.exchanges[0].name, "attune.executions");
+    assert_string_equal(p.exchanges[0].type, "topic");
+    assert_int_equal(p.n_queues, 1);
+    const topo_queue_t *q = &p.queues[0];
+    assert_string_equal(q->name, "worker.w1.control");
+    assert_true(q->transient);
+    assert_false(q->quorum);
+    assert_int_equal(q->n_args, 1);
+    assert_string_equal(topo_queue_arg(q, "x-dead-letter-exchange")->s, "attune.dlx");
+    assert_int_equal(p.n_bindings, 1);
+    assert_string_equal(p.bindings[0].queue, "worker.w1.control");
+    assert_string_equal(p.bindings[0].key, "execution.cancel.worker.w1");
+
+    cfg = test_config(QUEUE_CLASSIC, false);
+    assert_int_equal(topo_plan_control(&cfg, "w1", &p), 0);
+    assert_int_equal(p.queues[0].n_args, 0);
+    assert_int_equal(topo_plan_control(&cfg, "w#", &p), -1);
+
+    /* The worker queue's plan stays durable. */
+    assert_int_equal(topo_plan_worker(&cfg, "w1", &p), 0);
+    assert_false(p.queues[0].transient);
+}
+
 static void test_compare_queue(void **state)
 {
     (void)state;
@@ -270,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_common_plan),
         cmocka_unit_test(test_common_plan_without_dlx_and_quorum),
         cmocka_unit_test(test_worker_plan),
+        cmocka_unit_test(test_control_plan),
         cmocka_unit_test(test_compare_queue),
         cmocka_unit_test(test_compare_exchange),
         cmocka_unit_test(test_compare_bindings),

@@ -80,6 +80,17 @@ static void names_round_trip_and_junk_is_refused(void **state)
     assert_false(trans_legal(EXEC_RUNNING, (exec_status_t)-1));
 }
 
+/* The writes whose guard is one status spelled EXEC_SQL(NAME) in their statement, not taken
+ * from the table: they must still be edges of it. */
+static void hand_written_guards_are_legal(void **state)
+{
+    (void)state;
+    assert_true(trans_legal(EXEC_REQUESTED, EXEC_SCHEDULED)); /* scheduler.c: update_sql */
+    assert_true(trans_legal(EXEC_REQUESTED, EXEC_FAILED));    /* scheduler.c: update_sql */
+    assert_true(trans_legal(EXEC_SCHEDULED, EXEC_REQUESTED)); /* scheduler.c: revert_sql */
+    assert_true(trans_legal(EXEC_SCHEDULED, EXEC_FAILED));    /* monitor.c: scheduled_sql */
+}
+
 static void sources_literal_lists_predecessors(void **state)
 {
     (void)state;
@@ -110,6 +121,7 @@ int main(void)
         cmocka_unit_test(every_pair_matches_the_table),
         cmocka_unit_test(terminal_statuses_have_no_way_out),
         cmocka_unit_test(names_round_trip_and_junk_is_refused),
+        cmocka_unit_test(hand_written_guards_are_legal),
         cmocka_unit_test(sources_literal_lists_predecessors),
         cmocka_unit_test(pairs_literal_is_parallel),
     };

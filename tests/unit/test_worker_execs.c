@@ -11,7 +11,7 @@ static void test_stages_and_counts(void **state)
     (void)state;
     execs_t t;
     execs_init(&t);
-    exec_t *a = execs_add(&t, 1, 1), *b = execs_add(&t, 2, 1), *c = execs_add(&t, 1, 2);
+    execs_record_t *a = execs_add(&t, 1, 1), *b = execs_add(&t, 2, 1), *c = execs_add(&t, 1, 2);
     assert_non_null(a);
     assert_int_equal(execs_count(&t, STAGE_HELD), 3);
     assert_ptr_equal(execs_find(&t, 1, 2), c); /* attempts are different executions */
@@ -35,12 +35,12 @@ static void test_tags_and_params(void **state)
     (void)state;
     execs_t t;
     execs_init(&t);
-    exec_t *x = execs_add(&t, 7, 1);
+    execs_record_t *x = execs_add(&t, 7, 1);
     for (uint64_t tag = 1; tag <= 9; tag++)
-        assert_int_equal(exec_add_tag(x, tag), 0);
+        assert_int_equal(execs_add_tag(x, tag), 0);
     assert_int_equal(x->n_tags, 9);
     assert_true(x->tags[8] == 9);
-    assert_int_equal(exec_set_params(x, "{\"a\":1}xyz", 7), 0);
+    assert_int_equal(execs_set_params(x, "{\"a\":1}xyz", 7), 0);
     assert_string_equal(x->params, "{\"a\":1}");
     assert_int_equal(x->params_len, 7);
     execs_free(&t);
@@ -69,7 +69,7 @@ static void test_recent_finished(void **state)
 /* A finished record's kept completion of n bytes (the contents do not matter here). */
 static void finish_with_kept(execs_t *t, int64_t id, size_t n)
 {
-    exec_t *x = execs_add(t, id, 1);
+    execs_record_t *x = execs_add(t, id, 1);
     x->kept = calloc(1, n);
     x->kept_bytes = n;
     execs_remove(t, x, true);
@@ -91,7 +91,7 @@ static void test_recent_keeps_completion(void **state)
     assert_int_equal(t.recent_bytes, 0);
     assert_false(execs_recent(&t, 5, 1)); /* taken */
     /* A held record with it (a repeat) puts it back when removed, finished or not. */
-    exec_t *x = execs_add(&t, 5, 1);
+    execs_record_t *x = execs_add(&t, 5, 1);
     x->kept = kept;
     x->kept_bytes = bytes;
     execs_remove(&t, x, false);
