@@ -63,8 +63,8 @@ typedef struct dispatch {
     json_object *params; /* borrowed from the envelope payload; NULL when absent */
     int attempt;         /* >= 1; 1 when absent */
     int timeout_s;       /* >= 0; 0 (absent) means the worker's default */
-    /* start_deadline (RFC 3339): no worker may start it later, since the executor fails a
-     * dispatch nobody started by then. Microseconds since the epoch; 0 when absent. */
+    /* start_deadline: no worker may start it later (RFC 3339); the executor sets it to
+     * scheduled_at + executor.scheduled_timeout_s. Microseconds; 0 when absent. */
     int64_t start_deadline_us;
 } dispatch_t;
 /* execution_id may be a JSON integer or a string of digits (peers that send ids as text). */
@@ -87,11 +87,10 @@ int cancel_from_payload(json_object *payload, cancel_request_t *out, char *err,
 /* A new random message id (UUID v4 text) into buf of at least 37 bytes. */
 void envelope_new_id(char *buf, size_t len);
 
-/* A worker process's incarnation: ENVELOPE_INCARNATION_LEN lowercase hex characters from 16
- * random bytes, into buf of at least ENVELOPE_INCARNATION_LEN + 1 bytes. It is sent as the
- * payload field `incarnation` of every heartbeat, status and completion of that process, so the
+/* A new incarnation for this worker process (ids.h: INCARNATION_LEN lowercase hex characters from
+ * 16 random bytes) into buf of at least INCARNATION_LEN + 1 bytes. It is sent as the payload
+ * field `incarnation` of every heartbeat, status and completion of that process, so the
  * executor can tell a restarted worker of the same name from the one before. */
-#define ENVELOPE_INCARNATION_LEN 32
 void envelope_new_incarnation(char *buf, size_t len);
 
 #endif

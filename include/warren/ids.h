@@ -23,6 +23,11 @@ bool ids_worker_valid(const char *id);
 bool ids_action_ref_valid(const char *ref);
 #define IDS_ACTION_REF_RULE "use 1 to 255 letters, digits, '.', '_' or '-', not starting with '.'"
 
+/* A worker process's incarnation (docs/worker.md): 32 lowercase hex digits (16 random bytes),
+ * fixed for the life of the process and sent in its heartbeats and reports. */
+#define INCARNATION_LEN 32
+bool ids_incarnation_valid(const char *s);
+
 /* An execution id written as text (peers that send ids as JSON strings): the NUL-terminated s
  * of len bytes must be 1 to 18 digits, no sign, spaces or leading zero, so an id has exactly
  * one spelling. -1 for anything else (also a NUL within len). */

@@ -76,9 +76,10 @@ static const char get_text_sql[] =
     " extract(epoch FROM ended_at - coalesce(started_at, created_at)) AS took_s "
     "FROM executions e WHERE id = $1";
 
+/* note: 'late completion' (migration 006) */
 static const char get_events_sql[] =
-    "SELECT " TS("at") ", from_status, to_status, worker, attempt, error "
-    "FROM execution_events WHERE execution_id = $1 ORDER BY id";
+    "SELECT " TS("at") ", from_status, to_status, worker, attempt, to_jsonb(v) ->> 'note', error "
+    "FROM execution_events v WHERE execution_id = $1 ORDER BY id";
 
 static const char get_dead_letters_sql[] =
     "SELECT id, " TS("received_at") ", reason, queue, resolution, error "
@@ -152,7 +153,7 @@ static int get_print_related(PGconn *db, const char *id, const char *title, cons
 
 static int get_print_text(PGconn *db, const PGresult *row, const char *id)
 {
-    static const char *const events[] = {"AT", "FROM", "TO", "WORKER", "ATTEMPT", "ERROR"};
+    static const char *const events[] = {"AT", "FROM", "TO", "WORKER", "ATTEMPT", "NOTE", "ERROR"};
     static const char *const dead_letters[] = {"ID",    "RECEIVED",   "REASON",
                                                "QUEUE", "RESOLUTION", "ERROR"};
     get_print_row(row);

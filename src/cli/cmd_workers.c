@@ -19,7 +19,8 @@ static void workers_usage(FILE *out)
             "List the workers that announced themselves: id, status, live or stale, capacity,\n"
             "running executions, age of the last heartbeat and capabilities. A worker is live\n"
             "while its last heartbeat is younger than executor.heartbeat_stale_factor times its\n"
-            "heartbeat interval (the rule the executor applies).\n"
+            "heartbeat interval, counted from when the executor could last hear heartbeats\n"
+            "again after it could not (the rule the executor applies).\n"
             "\n"
             "  -j, --json         print a JSON array of the rows, with \"live\" and\n"
             "                     \"heartbeat_age_s\" added\n"
@@ -38,14 +39,13 @@ static int workers_parse(int argc, char **argv, workers_opts_t *o)
     return cli_parse(&spec, argc, argv, &o->config, NULL);
 }
 
-/* Liveness is computed by the database clock, the one last_heartbeat was written with;
- * $1 is executor.heartbeat_stale_factor. A heartbeat committed after this statement's now()
- * would give a negative age: it is 0. Live means what the scheduler means: online and fresh
- * (a worker that said "stopping" or "offline" gets no new work however fresh its heartbeat). */
+/* Liveness is the scheduler's own rule (schema 007's warren_worker_live, by the database
+ * clock); $1 is executor.heartbeat_stale_factor. A heartbeat committed after this statement's
+ * now() would give a negative age: it is 0. Live means online and fresh (a worker that said
+ * "stopping" or "offline" gets no new work however fresh its heartbeat). */
 #define WORKERS_ROWS                                                                               \
     "SELECT w.*, greatest(extract(epoch FROM now() - last_heartbeat), 0) AS heartbeat_age_s,"      \
-    " status = 'online' AND now() - last_heartbeat < $1::integer * heartbeat_interval_s"           \
-    "   * interval '1 second' AS live "                                                            \
+    " warren_worker_live(w, $1::integer) AS live "                                                 \
     "FROM workers w"
 
 static const char workers_json_sql[] =

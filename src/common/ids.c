@@ -43,3 +43,8 @@ void ids_execution_id_text(int64_t id, char *buf, size_t len)
 {
     snprintf(buf, len, "%" PRId64, id);
 }
+
+bool ids_incarnation_valid(const char *s)
+{
+    return s && strlen(s) == INCARNATION_LEN && strspn(s, "0123456789abcdef") == INCARNATION_LEN;
+}

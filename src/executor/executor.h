@@ -22,8 +22,8 @@ typedef struct executor {
     const warren_config_t *cfg; /* borrowed; the one source of every setting */
     struct event_base *base;
     dbconn_t db;
-    mq_client_t *pub; /* dispatches; never consumes */
-    consumer_t results, heartbeats, dlq;
+    mq_client_t *pub;                            /* dispatches; never consumes */
+    consumer_t results, heartbeats, dlq, parked; /* parked: the parking queue's dead letters */
     executor_stats_t stats;
     sched_t sched;
     /* loop */
@@ -31,6 +31,8 @@ typedef struct executor {
     struct event pump_ev, monitor_ev, stats_ev;
     evloop_signals_t signals;
     bool draining;
+    uint64_t db_reconnects_seen; /* db.reconnects when the consumers last retried at once */
+    uint64_t heard_gaps;         /* heartbeats.gaps when heard_since was last recorded */
 } executor_t;
 
 /* The consumers' handlers (consumer.h). results.c: ExecutionStatusChanged and
@@ -39,9 +41,24 @@ typedef struct executor {
 extern const consumer_handler_t results_handler;
 extern const consumer_handler_t registry_handler;
 extern const consumer_handler_t dlq_handler;
+extern const consumer_handler_t dlq_parked_handler;
+/* dlq_handler.c: how long a dead letter has waited since it was dead-lettered into the
+ * dead-letter queue, in seconds (0 when its x-death says nothing). */
+int64_t dlq_age_s(const mq_delivery_t *d, int64_t now_s);
 extern const consumer_handler_t dlq_raw_handler;
+
+/* Does the executor hear heartbeats now, and has it recorded since when (executor_state
+ * .heard_since, schema 007)? Until then no worker may be judged stale by its heartbeats. */
+bool executor_hearing(executor_t *x);
 
 /* monitor.c: scheduled too long -> failed; running on a stale worker -> abandoned. */
 void monitor_run(executor_t *x);
+/* monitor.c: abandon up to `limit` running/canceling rows reported by an older process of a
+ * worker that restarted (a newer incarnation heartbeats; schema 009), on the workers in
+ * `workers` (a text[] literal; NULL: all), with their dead letters (worker_restarted). Rows
+ * changed: (id, worker, 1 when its dead letter was written) in *changed. For the registry's
+ * transaction, right after a heartbeat names a new incarnation, and the monitor's passes. */
+int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
+                      size_t errlen) WARN_UNUSED;
 
 #endif

@@ -32,5 +32,7 @@ typedef struct xdeath {
 } xdeath_t;
 
 void hdr_first_death(const amqp_table_t *table, xdeath_t *out);
+/* The x-death entry at index (0: the most recent); present is false when there is none. */
+void hdr_death_at(const amqp_table_t *table, int index, xdeath_t *out);
 
 #endif

@@ -15,6 +15,8 @@ typedef struct inmsg {
     bool env_ok;     /* env holds the decoded envelope */
     char reason[32]; /* set: unusable, stored as a dead letter with this reason */
     char error[ERRBUF_SIZE];
+    bool has_execution_id; /* the message names this execution, usable or not */
+    int64_t execution_id;
 } inmsg_t;
 
 /* Decode d's envelope into m. 0 when it decoded; -1 with reason parse_error otherwise. */

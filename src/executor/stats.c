@@ -33,6 +33,8 @@ void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
 #define STATS_ADD(name) dst->name += src->name;
     EXECUTOR_COUNTERS(STATS_ADD)
 #undef STATS_ADD
+    if (src->dead_letter_age_s > dst->dead_letter_age_s)
+        dst->dead_letter_age_s = src->dead_letter_age_s;
     for (size_t i = 0; i < src->n_reasons; i++)
         stats_dead_letter(dst, src->dead_letters[i].reason, src->dead_letters[i].count);
     dst->dead_letters_other += src->dead_letters_other;
@@ -57,14 +59,16 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
         EXECUTOR_COUNTERS(STATS_TEXT_FIELD)
 #undef STATS_TEXT_FIELD
     } t;
-    char db_t[24], reasons[512];
+    char db_t[24], age_t[24], reasons[512];
 #define STATS_TEXT(name) snprintf(t.name, sizeof t.name, "%" PRIu64, s->name);
     EXECUTOR_COUNTERS(STATS_TEXT)
 #undef STATS_TEXT
     snprintf(db_t, sizeof db_t, "%" PRIu64, db_errors);
+    snprintf(age_t, sizeof age_t, "%" PRIu64, s->dead_letter_age_s);
     reasons_text(s, reasons, sizeof reasons);
 #define STATS_KV(name) #name, t.name,
-    log_kv(LOG_INFO, "stats", EXECUTOR_COUNTERS(STATS_KV) "dead_letters", reasons, "db_errors",
-           db_t, "breaker", breaker_state_name(breaker), NULL);
+    log_kv(LOG_INFO, "stats", EXECUTOR_COUNTERS(STATS_KV) "dead_letters", reasons,
+           "dead_letter_age_s", age_t, "db_errors", db_t, "breaker", breaker_state_name(breaker),
+           NULL);
 #undef STATS_KV
 }

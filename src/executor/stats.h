@@ -15,13 +15,18 @@
 #define EXECUTOR_COUNTERS(X)                                                                       \
     X(sched_ticks)            /* scheduler rounds run */                                           \
     X(dispatched)             /* dispatches confirmed by the broker */                             \
-    X(dispatch_failed)        /* publishes not confirmed (moved back to requested) */              \
+    X(dispatch_failed)        /* publishes refused or never sent (moved back to requested) */      \
+    X(dispatch_unknown)       /* publishes written without an answer (left scheduled) */           \
     X(dispatch_reverted)      /* rows actually moved back by the CAS */                            \
     X(results_applied)        /* status changes written from worker messages */                    \
     X(results_stale)          /* worker messages that changed nothing (attempt/status fence) */    \
+    X(results_unprocessable)  /* completions that could not be applied: attempt failed */          \
     X(heartbeats)             /* heartbeats applied */                                             \
     X(monitor_failed)         /* scheduled too long -> failed */                                   \
+    X(monitor_redispatched)   /* dispatch never confirmed -> requested */                          \
     X(monitor_abandoned)      /* running on a stale worker -> abandoned */                         \
+    X(abandoned_restarted)    /* reported running by an older process of its worker */             \
+    X(abandoned_timeout)      /* running past its timeout + grace, no result */                    \
     X(dlq_failed_executions)  /* executions failed because their dispatch dead-lettered */         \
     X(dead_letter_duplicates) /* redeliveries whose row already existed */                         \
     X(batches_retried)        /* batches kept unacked after a database error */                    \
@@ -31,6 +36,8 @@ typedef struct executor_stats {
 #define STATS_FIELD(name) uint64_t name;
     EXECUTOR_COUNTERS(STATS_FIELD)
 #undef STATS_FIELD
+    uint64_t dead_letter_age_s; /* the longest a dead letter waited unconsumed: recorded since the
+                                 * last stats line, or held unacked now (a maximum, not a sum) */
     struct {
         char reason[64];
         uint64_t count;

@@ -12,7 +12,8 @@
 
 #include "warren/exec_status.h"
 
-/* May a row in `from` move to `to`? Never out of a terminal status, never to itself. */
+/* May a row in `from` move to `to`? Never to itself, never out of a terminal status except
+ * abandoned -> completed/failed/timeout (a late completion of the same attempt). */
 bool trans_legal(exec_status_t from, exec_status_t to);
 /*
  * The statuses a row may move to `to` from, as a PostgreSQL text[] literal ("{scheduled,...}")

@@ -244,7 +244,7 @@ int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size
     jf_t p = {payload, "payload", err, errlen};
     int64_t attempt = 1, timeout_s = 0;
     json_object *params = NULL;
-    const char *deadline = NULL;
+    char deadline[TS_TEXT_MAX] = "";
     memset(out, 0, sizeof *out);
     if (payload_object(payload, err, errlen) != 0)
         return -1;
@@ -254,9 +254,9 @@ int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size
         jf_object(&p, "params", false, &params) < 0 ||
         jf_int(&p, "attempt", false, 1, INT32_MAX, &attempt) < 0 ||
         jf_int(&p, "timeout_s", false, 0, INT32_MAX, &timeout_s) < 0 ||
-        jf_string(&p, "start_deadline", false, TS_TEXT_MAX - 1, &deadline) < 0)
+        jf_string_copy(&p, "start_deadline", false, deadline, sizeof deadline) < 0)
         return -1;
-    if (deadline && ts_parse(deadline, &out->start_deadline_us) != 0) {
+    if (deadline[0] && ts_parse(deadline, &out->start_deadline_us) != 0) {
         snprintf(err, errlen, "field 'payload.start_deadline': '%s' is not an RFC 3339 date-time",
                  deadline);
         return -1;
@@ -279,7 +279,7 @@ json_object *dispatch_to_payload(const dispatch_t *d)
                            d->params ? json_object_get(d->params) : json_object_new_object());
     json_object_object_add(o, "attempt", json_object_new_int(d->attempt));
     json_object_object_add(o, "timeout_s", json_object_new_int(d->timeout_s));
-    if (d->start_deadline_us != 0) {
+    if (d->start_deadline_us > 0) {
         char deadline[TS_TEXT_MAX];
         ts_format(d->start_deadline_us, deadline, sizeof deadline);
         json_object_object_add(o, "start_deadline", json_object_new_string(deadline));
@@ -332,7 +332,7 @@ void envelope_new_id(char *buf, size_t len)
 
 void envelope_new_incarnation(char *buf, size_t len)
 {
-    unsigned char b[ENVELOPE_INCARNATION_LEN / 2];
+    unsigned char b[INCARNATION_LEN / 2];
     random_bytes(b, sizeof b);
     size_t n = 0;
     for (size_t i = 0; i < sizeof b && n + 3 <= len; i++)

@@ -37,7 +37,8 @@ struct mq_client {
     bool blocked;         /* connection.blocked: the broker refuses publishes */
     breaker_t breaker;
     backoff_t backoff;
-    int64_t next_connect_ms; /* no automatic reconnect before this (monotonic) */
+    int64_t next_connect_ms;      /* no automatic reconnect before this (monotonic) */
+    int64_t next_connect_warn_ms; /* a failed connect is a warning again from this time on */
     confirm_tracker_t confirms;
     uint64_t publish_seq;       /* confirm cookies: one per publish, never reused */
     mq_publish_wait_t *waiting; /* set only inside mq_publish_batch */

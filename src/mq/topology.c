@@ -85,13 +85,37 @@ static int declare_exchange(mq_client_t *c, const topo_exchange_t *x, char *err,
     return check_reply(c, "exchange", x->name, err, errlen);
 }
 
-static int declare_queue(mq_client_t *c, const topo_queue_t *q, char *err, size_t errlen)
+static int declare_queue_args(mq_client_t *c, const topo_queue_t *q, size_t n_args, char *err,
+                              size_t errlen)
 {
     amqp_table_entry_t entries[TOPO_MAX_ARGS];
     bool t = q->transient;
+    amqp_table_t args = queue_table(q, entries);
+    args.num_entries = (int)n_args;
     amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(q->name), 0,
-                       !t, t, t, queue_table(q, entries));
+                       !t, t, t, args);
     return check_reply(c, "queue", q->name, err, errlen);
+}
+
+/*
+ * A queue an older warren declared with fewer arguments (the dead-letter queue before it parked
+ * what outlives its retention) cannot be redeclared without draining it, and refusing to start
+ * over it would stop every executor and worker at an upgrade: it is accepted as it is, with a
+ * warning, and `warren topology verify` reports the drift until an operator replaces it.
+ */
+static int declare_queue(mq_client_t *c, const topo_queue_t *q, char *err, size_t errlen)
+{
+    if (declare_queue_args(c, q, q->n_args, err, errlen) == 0)
+        return 0;
+    char legacy[ERRBUF_SIZE];
+    if (q->n_legacy_args == 0 || !mq_connected(c) ||
+        declare_queue_args(c, q, q->n_legacy_args, legacy, sizeof legacy) != 0)
+        return -1;
+    log_kv(LOG_WARN,
+           "queue declared by an older warren: kept as it is, without what this version adds "
+           "(docs/architecture.md says how to replace it)",
+           "queue", q->name, "error", err, NULL);
+    return 0;
 }
 
 static int declare_binding(mq_client_t *c, const topo_binding_t *b, char *err, size_t errlen)

@@ -29,6 +29,20 @@ static void add_str_arg(topo_queue_t *q, const char *key, const char *v)
     set_name(a->s, v, NULL, NULL);
 }
 
+/* The queue dead-letters into exchange (with routing_key, when not NULL). */
+static void add_dead_lettering(topo_queue_t *q, const char *exchange, const char *routing_key)
+{
+    add_str_arg(q, "x-dead-letter-exchange", exchange);
+    if (routing_key)
+        add_str_arg(q, "x-dead-letter-routing-key", routing_key);
+    if (q->quorum) {
+        /* Quorum queues dead-letter at-least-once only with reject-publish overflow; with the
+         * default drop-head they fall back to at-most-once. */
+        add_str_arg(q, "x-dead-letter-strategy", "at-least-once");
+        add_str_arg(q, "x-overflow", "reject-publish");
+    }
+}
+
 static topo_queue_t *add_queue(topo_plan_t *p, const warren_config_t *cfg, const char *name)
 {
     topo_queue_t *q = &p->queues[p->n_queues++];
@@ -67,7 +81,12 @@ void topo_plan_common(const warren_config_t *cfg, topo_plan_t *p)
         add_exchange(p, r->dead_letter.exchange, "fanout");
         topo_queue_t *dlq = add_queue(p, cfg, r->dead_letter.queue);
         add_int_arg(dlq, "x-message-ttl", r->dead_letter.ttl_ms);
+        dlq->n_legacy_args = dlq->n_args; /* before issue 7: no parking */
+        /* What outlives the retention is not dropped: the default exchange routes it to the
+         * parking queue by name, which keeps it until the executor records it. */
+        add_dead_lettering(dlq, "", r->dead_letter.parking_queue);
         add_binding(p, r->dead_letter.exchange, r->dead_letter.queue, NULL);
+        add_queue(p, cfg, r->dead_letter.parking_queue);
     }
     add_queue(p, cfg, r->queues.results);
     add_binding(p, r->exchanges.executions, r->queues.results, "execution.status.#");
@@ -100,15 +119,8 @@ int topo_plan_worker(const warren_config_t *cfg, const char *worker_id, topo_pla
     snprintf(p->hint, sizeof p->hint, "warren topology declare --worker %s", worker_id);
     topo_queue_t *q = add_queue(p, cfg, queue);
     add_int_arg(q, "x-message-ttl", r->worker_queue_ttl_ms);
-    if (r->dead_letter.enabled) {
-        add_str_arg(q, "x-dead-letter-exchange", r->dead_letter.exchange);
-        if (q->quorum) {
-            /* Quorum queues dead-letter at-least-once only with reject-publish overflow;
-             * with the default drop-head they fall back to at-most-once. */
-            add_str_arg(q, "x-dead-letter-strategy", "at-least-once");
-            add_str_arg(q, "x-overflow", "reject-publish");
-        }
-    }
+    if (r->dead_letter.enabled)
+        add_dead_lettering(q, r->dead_letter.exchange, NULL);
     add_binding(p, r->exchanges.executions, queue, key);
     return 0;
 }
@@ -362,6 +374,8 @@ void topo_explain_refusal(const char *what, const char *name, const char *reply,
         return;
     }
     bool has_r = broker_value(recv, rv, sizeof rv), has_c = broker_value(cur, cv, sizeof cv);
+    if (has_r && !rv[0] && !strcmp(arg, "x-dead-letter-exchange"))
+        snprintf(rv, sizeof rv, "'' (the default exchange)");
     const char *remedy = !strcmp(what, "queue") ? "drain and delete the queue"
                                                 : "delete the exchange";
     if (has_c && has_r)

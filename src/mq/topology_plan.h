@@ -34,6 +34,9 @@ typedef struct topo_queue {
     bool transient; /* exclusive, auto-delete, not durable: the declaring connection's own */
     topo_arg_t args[TOPO_MAX_ARGS];
     size_t n_args;
+    /* > 0: an older warren declared this queue with only the first n_legacy_args arguments;
+     * such a queue is accepted with a warning (it cannot be redeclared without draining it). */
+    size_t n_legacy_args;
 } topo_queue_t;
 
 typedef struct topo_binding {
@@ -46,7 +49,7 @@ typedef struct topo_binding {
 typedef struct topo_plan {
     topo_exchange_t exchanges[2];
     size_t n_exchanges;
-    topo_queue_t queues[3];
+    topo_queue_t queues[4];
     size_t n_queues;
     topo_binding_t bindings[4];
     size_t n_bindings;

@@ -23,7 +23,7 @@ typedef struct report_msg_running {
     int attempt;
     const char *started_at;
     const char *trace_id;    /* from the dispatch; NULL or "" for none */
-    const char *incarnation; /* the worker process's (ENVELOPE_INCARNATION_LEN hex) */
+    const char *incarnation; /* the worker process's (INCARNATION_LEN hex) */
     int timeout_s;           /* the timeout applied to the handler; 0: none */
 } report_msg_running_t;
 

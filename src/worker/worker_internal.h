@@ -78,8 +78,8 @@ struct worker {
     char queue[256];
     char host[256];
     char started_at[40];
-    char incarnation[ENVELOPE_INCARNATION_LEN + 1]; /* this process's, in every report */
-    const char *exchange;                           /* where everything is published */
+    char incarnation[INCARNATION_LEN + 1]; /* this process's, in every report */
+    const char *exchange;                  /* where everything is published */
     struct event_base *base;
     runner_t *runner;
     mq_client_t *consumer;  /* consumes (prefetch = max_concurrency), acks */

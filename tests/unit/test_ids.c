@@ -85,12 +85,25 @@ static void test_execution_id_text(void **state)
     assert_string_equal(text, "-9223372036854775808");
 }
 
+static void test_incarnations(void **state)
+{
+    (void)state;
+    assert_true(ids_incarnation_valid("0123456789abcdef0123456789abcdef"));
+    assert_false(ids_incarnation_valid("0123456789ABCDEF0123456789abcdef"));  /* lowercase only */
+    assert_false(ids_incarnation_valid("0123456789abcdef0123456789abcde"));   /* 31 */
+    assert_false(ids_incarnation_valid("0123456789abcdef0123456789abcdef0")); /* 33 */
+    assert_false(ids_incarnation_valid("0123456789abcdef0123456789abcdeg"));
+    assert_false(ids_incarnation_valid(""));
+    assert_false(ids_incarnation_valid(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worker_ids),
         cmocka_unit_test(test_action_refs),
         cmocka_unit_test(test_execution_id_text),
+        cmocka_unit_test(test_incarnations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
