@@ -87,4 +87,10 @@ int cancel_from_payload(json_object *payload, cancel_request_t *out, char *err,
 /* A new random message id (UUID v4 text) into buf of at least 37 bytes. */
 void envelope_new_id(char *buf, size_t len);
 
+/* A new incarnation for this worker process (ids.h: INCARNATION_LEN lowercase hex characters from
+ * 16 random bytes) into buf of at least INCARNATION_LEN + 1 bytes. It is sent as the payload
+ * field `incarnation` of every heartbeat, status and completion of that process, so the
+ * executor can tell a restarted worker of the same name from the one before. */
+void envelope_new_incarnation(char *buf, size_t len);
+
 #endif
