@@ -150,9 +150,14 @@ start_worker worker "$w"
 on_exit "psql_q \"update executions set status = 'cancelled' where pinned_worker = '$w'
     and status in ('requested', 'scheduled', 'running', 'canceling')\" >/dev/null 2>&1"
 id=$(new_execution core.echo "$w" '{"over": "tls"}')
+# Params and result of 300 KB: messages that span many TLS records, each way.
+big_id=$(psql_q "insert into executions (action_ref, pinned_worker, params)
+                 values ('core.echo', '$w', jsonb_build_object('big', repeat('x', 300000))) returning id")
 wait_until 30 "[ \"\$(exec_field $id status)\" = completed ]"
 assert_eq '{"over": "tls"}' "$(exec_field "$id" result)" "result of the execution"
 assert_eq "$w|1" "$(exec_field "$id" "worker, attempt")" "worker and attempt"
+wait_until 30 "[ \"\$(exec_field $big_id status)\" = completed ]"
+assert_eq "300000" "$(exec_field "$big_id" "length(result->>'big')")" "the large result"
 # Every connection of the executor and the worker is a TLS one (the management API lists them
 # within its statistics interval).
 tls_conns() {
