@@ -28,6 +28,13 @@ typedef struct warren_config {
         int connect_timeout_ms;
         int publish_timeout_ms; /* bound on every publish + confirm */
         struct {
+            char *ca_file;   /* trusted CAs (PEM) for verify_peer */
+            char *cert_file; /* client certificate (PEM), "" for none */
+            char *key_file;  /* its private key (PEM, unencrypted) */
+            bool verify_peer;
+            bool verify_hostname;
+        } tls; /* amqps:// URLs only */
+        struct {
             bool enabled;
             char *exchange;
             char *queue;

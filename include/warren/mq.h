@@ -32,10 +32,20 @@ const char *mq_status_name(int status);
  * refused it (nacked, returned, channel closed) or it was never written (connection, breaker). */
 bool mq_status_maybe_delivered(int status);
 
+/* TLS for amqps:// URLs (an amqp:// URL ignores it). Files are read at every connect, so
+ * renewed certificates are picked up by the next reconnect. NULL or "" means none. */
+typedef struct mq_tls {
+    const char *ca_file;   /* trusted CAs (PEM); needed when verify_peer */
+    const char *cert_file; /* client certificate (PEM); with key_file or not at all */
+    const char *key_file;  /* its private key (PEM, unencrypted) */
+    bool verify_peer;
+    bool verify_hostname;
+} mq_tls_t;
+
 /* Zero or negative numbers mean "use the default" (timeouts 5000 ms, breaker 5 / 2 / 30 s),
  * except heartbeat_s 0 (no heartbeats) and prefetch 0 (unlimited). */
 typedef struct mq_options {
-    const char *url; /* amqp://user:pass@host:port/vhost */
+    const char *url; /* amqp://user:pass@host:port/vhost or amqps://... (TLS, see tls) */
     int heartbeat_s;
     int connect_timeout_ms;
     int publish_timeout_ms;
@@ -44,9 +54,15 @@ typedef struct mq_options {
     int breaker_success_threshold;
     int breaker_open_timeout_s;
     const char *app_id; /* "warren-executor", "warren-worker" */
+    mq_tls_t tls;
 } mq_options_t;
 
 void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id);
+/* What a connect would refuse before any I/O: an unparsable URL and, for amqps://, TLS files
+ * that are missing, unreadable or do not go together (a certificate without its key, an
+ * encrypted key). Lets a daemon refuse to start instead of retrying a connect that cannot
+ * succeed. 0, or -1 with the reason in err. */
+int mq_check_options(const mq_options_t *o, char *err, size_t errlen) WARN_UNUSED;
 
 /* One message to publish. Every publish carries content_type application/json, persistent
  * delivery, a message_id, a timestamp (seconds) and app_id; the fields below add the rest. */

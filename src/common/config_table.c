@@ -45,6 +45,23 @@ const cfg_key_t cfg_table[] = {
         "Bound on TCP connect, AMQP handshake and RPCs"),
     INT(MQ "publish_timeout_ms", rabbitmq.publish_timeout_ms, "5000", 100, 600000,
         "Bound on one publish including its broker confirm"),
+    STR(MQ "tls.ca_file", rabbitmq.tls.ca_file, "/etc/ssl/certs/ca-certificates.crt",
+        "CA certificates (PEM) the broker's certificate must verify against; the default is "
+        "Debian's bundle of public CAs (package ca-certificates). Like every tls key it applies "
+        "to amqps:// URLs only (docs/tls.md)"),
+    STR(MQ "tls.cert_file", rabbitmq.tls.cert_file, "",
+        "Client certificate (PEM, optionally followed by its chain) shown to a broker that asks "
+        "for one; empty: none. Needs tls.key_file"),
+    STR(MQ "tls.key_file", rabbitmq.tls.key_file, "",
+        "Private key of tls.cert_file (PEM, not encrypted: rabbitmq-c cannot ask for a "
+        "passphrase)"),
+    BOOL(MQ "tls.verify_peer", rabbitmq.tls.verify_peer, "true",
+         "Refuse a broker whose certificate does not verify against tls.ca_file; false encrypts "
+         "without knowing who answers (testing only)"),
+    BOOL(MQ "tls.verify_hostname", rabbitmq.tls.verify_hostname, "true",
+         "Refuse a broker whose certificate does not name the URL's host (a DNS name of its "
+         "subjectAltName, or its CN when it has none; rabbitmq-c 0.11 never matches IP "
+         "addresses, so name the host)"),
     BOOL(MQ "dead_letter.enabled", rabbitmq.dead_letter.enabled, "true",
          "Give worker queues a dead-letter exchange so expired dispatches are failed, not lost"),
     STR(MQ "dead_letter.exchange", rabbitmq.dead_letter.exchange, "attune.dlx",
