@@ -40,6 +40,11 @@ static void reject(worker_t *w, const mq_delivery_t *d, const char *why)
 static int parse(worker_t *w, const mq_delivery_t *d, envelope_t *e, dispatch_t *disp, char *why,
                  size_t len)
 {
+    memset(e, 0, sizeof *e);
+    if (d->oversized) { /* only its first bytes were read; the executor records it */
+        mq_oversized_text(d, why, len);
+        return -1;
+    }
     if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
         return -1;
     if (e->type != MSG_EXECUTION_REQUESTED) {
