@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# A body over message_queue.max_body_bytes (1 MiB) is never held whole. A 12 MiB body and 50 MiB
-# bodies go to every queue the executor consumes and to a worker's queue: the executor and the
-# worker stay under 64 MiB, each body becomes one dead_letters row (reason oversized: headers,
-# size, first bytes, never the whole body), every queue is acked empty, and an execution still
-# runs to completion afterwards.
+# A body over message_queue.max_body_bytes (1 MiB) is never held whole, whatever the broker
+# admits. With the stack's max_message_size (16 MiB) the broker refuses a 50 MiB publish, and a
+# 12 MiB body it admits is recorded by its first 4096 bytes. With the limit raised to RabbitMQ's
+# default (128 MiB, a broker set up without it) a 50 MiB body goes to every queue the executor
+# consumes and to a worker's queue: the executor and the worker stay under 64 MiB, each body
+# becomes one dead_letters row (reason oversized: headers, size, first bytes, never the whole
+# body), every queue is acked empty, and an execution still runs to completion afterwards.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -37,11 +39,23 @@ start_worker worker "$w"
 WORKER_PID=$BG_PID
 wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$w'\")\" = online ]"
 
+# The stack's broker refuses a body over its max_message_size at publish (406, channel closed):
+# nothing is queued.
+rc=0
+send $((50 * MIB)) refused -r "$TOPO_DLQ" || rc=$?
+[ "$rc" != 0 ] || fail "the broker took a 50 MiB publish despite max_message_size"
+assert_contains "$(cat "$TEST_TMP/publish-refused.err")" "larger than configured max size 16777216" \
+    "the broker's refusal"
+
+# What it admits above max_body_bytes is recorded by its prefix.
 send $((12 * MIB)) admitted -r "$TOPO_DLQ"
 
 rows() { psql_q "select count(*) from dead_letters where headers->>'x-tag' = '$tag' $1"; }
 wait_until 20 "[ \"\$(rows '')\" = 1 ]"
 
+# A broker without the setting: RabbitMQ's default, for new channels (amqp-publish opens one).
+rmq eval 'application:set_env(rabbit, max_message_size, 134217728).' >/dev/null
+on_exit "rmq eval 'application:set_env(rabbit, max_message_size, 16777216).' >/dev/null"
 send $((50 * MIB)) dlq -r "$TOPO_DLQ"
 send $((50 * MIB)) dlx -e "$TOPO_DLX" -r "execution.dispatch.worker.$w"
 send $((50 * MIB)) parking -r "$TOPO_PARKING"
@@ -49,6 +63,7 @@ send $((50 * MIB)) results -e "$TOPO_EXCHANGE" -r "execution.completed.$w"
 send $((50 * MIB)) heartbeats -e "$TOPO_EXCHANGE" -r "worker.heartbeat.$w"
 # The worker cannot use it either: it rejects it, and the broker dead-letters it to the executor.
 send $((50 * MIB)) dispatch -e "$TOPO_EXCHANGE" -r "execution.dispatch.worker.$w"
+rmq eval 'application:set_env(rabbit, max_message_size, 16777216).' >/dev/null
 
 wait_until 60 "[ \"\$(rows '')\" = 7 ]"
 for q in "$TOPO_DLQ" "$TOPO_PARKING" "$TOPO_RESULTS" "$TOPO_HEARTBEATS" "worker.$w.executions"; do
