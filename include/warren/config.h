@@ -50,6 +50,9 @@ typedef struct warren_config {
         } queues;
     } rabbitmq; /* key prefix: message_queue.rabbitmq */
     struct {
+        int max_body_bytes; /* a consumed body over this is recorded by its prefix, never held */
+    } message_queue;
+    struct {
         struct {
             int failure_threshold;
             int success_threshold;

@@ -80,6 +80,14 @@ const cfg_key_t cfg_table[] = {
         "Executor queue for workers' status changes and completions"),
     STR(MQ "queues.heartbeats", rabbitmq.queues.heartbeats, "attune.worker.heartbeats",
         "Executor queue for worker announcements and heartbeats"),
+    INT("message_queue.max_body_bytes", message_queue.max_body_bytes, "1048576", 65536,
+        64 * 1024 * 1024,
+        "Largest message body a consumer holds (per delivery; up to prefetch of them per "
+        "consumer). A bigger one is read off the connection and dropped as it arrives, keeping "
+        "its first 4096 bytes: the executor records it as a dead letter (reason oversized), a "
+        "worker rejects it to the dead-letter exchange. The default is the envelope limit, the "
+        "largest body warren ever publishes (results are cut to it); below it, big parameters or "
+        "results turn into dead letters. Keep the broker's max_message_size above it"),
 
     INT("circuit_breaker.messaging.failure_threshold", circuit_breaker.messaging.failure_threshold,
         "5", 1, 1000, "Consecutive publish/consume failures that open the breaker"),

@@ -189,7 +189,7 @@ static int parse_target(result_msg_t *m, const envelope_t *env)
  */
 static void salvage_target(result_msg_t *m, const mq_delivery_t *d)
 {
-    if (utf8_valid(d->body, d->body_len, NULL))
+    if (d->oversized || utf8_valid(d->body, d->body_len, NULL))
         return;
     char *clean = utf8_clean(d->body, d->body_len);
     envelope_t env;

@@ -58,6 +58,7 @@ void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const c
     o->breaker_failure_threshold = cfg->circuit_breaker.messaging.failure_threshold;
     o->breaker_success_threshold = cfg->circuit_breaker.messaging.success_threshold;
     o->breaker_open_timeout_s = cfg->circuit_breaker.messaging.open_timeout_s;
+    o->max_body_bytes = (size_t)cfg->message_queue.max_body_bytes;
     o->app_id = app_id;
     o->tls = (mq_tls_t){.ca_file = cfg->rabbitmq.tls.ca_file,
                         .cert_file = cfg->rabbitmq.tls.cert_file,
@@ -125,6 +126,8 @@ mq_client_t *mq_new(const mq_options_t *opts)
     c->opts.breaker_failure_threshold = or_default(opts->breaker_failure_threshold, 5);
     c->opts.breaker_success_threshold = or_default(opts->breaker_success_threshold, 2);
     c->opts.breaker_open_timeout_s = or_default(opts->breaker_open_timeout_s, 30);
+    if (c->opts.max_body_bytes == 0)
+        c->opts.max_body_bytes = MQ_DEFAULT_MAX_BODY_BYTES;
     breaker_init(&c->breaker, "messaging", c->opts.breaker_failure_threshold,
                  c->opts.breaker_success_threshold, (int64_t)c->opts.breaker_open_timeout_s * 1000);
     backoff_init(&c->backoff, RECONNECT_BASE_MS, RECONNECT_CAP_MS);
