@@ -73,6 +73,7 @@ typedef struct warren_config {
         int running_grace_s;           /* running past its timeout + this, no result: abandoned */
         int monitor_interval_s;        /* timeout monitor period; 0 disables it */
         int dlq_retry_delay_ms;        /* delay before retrying a dead letter after a DB error */
+        int worker_identity;           /* ident_mode_t: 0 shared, 1 per_worker */
     } executor;
     struct {
         char *name; /* "" -> WARREN_WORKER_NAME or host name */

@@ -63,6 +63,12 @@ typedef struct mq_options {
     mq_tls_t tls;
 } mq_options_t;
 
+/* RabbitMQ user names as warren handles them (the broker allows longer ones). */
+#define MQ_USER_MAX 255
+/* The broker user an AMQP URL logs in as ("guest" when it names none) into buf. 0, or -1 when
+ * the URL cannot be parsed or the name does not fit. */
+int mq_url_user(const char *url, char *buf, size_t len) WARN_UNUSED;
+
 void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id);
 /* What a connect would refuse before any I/O: an unparsable URL and, for amqps://, TLS files
  * that are missing, unreadable or do not go together (a certificate without its key, an
@@ -71,7 +77,8 @@ void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const c
 int mq_check_options(const mq_options_t *o, char *err, size_t errlen) WARN_UNUSED;
 
 /* One message to publish. Every publish carries content_type application/json, persistent
- * delivery, a message_id, a timestamp (seconds) and app_id; the fields below add the rest. */
+ * delivery, a message_id, a timestamp (seconds), app_id and user_id (the broker user the
+ * connection logged in as, which RabbitMQ validates); the fields below add the rest. */
 typedef struct mq_message {
     const char *exchange;
     const char *routing_key;
@@ -96,6 +103,7 @@ typedef struct mq_delivery {
     bool redelivered;
     char *exchange, *routing_key, *consumer_tag;
     char *message_id, *correlation_id, *type, *content_type;
+    char *user_id;     /* the publisher's broker user as RabbitMQ validated it; NULL if absent */
     int64_t timestamp; /* seconds; 0 if absent */
     void *body;
     size_t body_len;      /* bytes at body: the whole body, or only its prefix when oversized */

@@ -9,6 +9,7 @@
 static const char *const queue_types[] = {"classic", "quorum", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
+static const char *const worker_identities[] = {"shared", "per_worker", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
 /* clang-format off */
@@ -122,6 +123,12 @@ const cfg_key_t cfg_table[] = {
         "(a late completion of the attempt is still accepted)"),
     INT("executor.monitor_interval_s", executor.monitor_interval_s, "5", 0, 3600,
         "Period of the timeout monitor; 0 disables it"),
+    ENUM("executor.worker_identity", executor.worker_identity, "shared", worker_identities,
+         "Whom the executor believes: shared (one broker user for every component, for "
+         "development) or per_worker (each worker logs in as a broker user named like the "
+         "worker; a report is applied only when its broker-validated user_id is the worker it "
+         "speaks for, and a dead letter only when the executor's own user published it; "
+         "docs/security.md)"),
     INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
         "Delay before a dead letter is retried after a database error"),
 

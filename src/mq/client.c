@@ -75,6 +75,17 @@ static int parse_url(const char *url, char **copy, struct amqp_connection_info *
     return *copy && amqp_parse_url(*copy, u) == AMQP_STATUS_OK ? 0 : -1;
 }
 
+int mq_url_user(const char *url, char *buf, size_t len)
+{
+    char *copy;
+    struct amqp_connection_info u;
+    int rc = parse_url(url ? url : "", &copy, &u);
+    if (rc == 0 && (size_t)snprintf(buf, len, "%s", u.user) >= len)
+        rc = -1;
+    free(copy);
+    return rc;
+}
+
 int mq_check_options(const mq_options_t *o, char *err, size_t errlen)
 {
     char *copy;
@@ -373,8 +384,12 @@ static int do_connect(mq_client_t *c)
     c->conn = amqp_new_connection();
     if (!c->conn)
         mq_set_error(c, "out of memory");
+    else if (strlen(u.user) > MQ_USER_MAX)
+        mq_set_error(c, "the RabbitMQ user name is longer than %d bytes", MQ_USER_MAX);
     else if (open_socket(c, &u) == 0 && login(c, &u) == 0 && open_channel(c) == 0)
         rc = 0;
+    if (rc == 0)
+        snprintf(c->user, sizeof c->user, "%s", u.user);
     if (rc != 0)
         drop_connection(c);
     else

@@ -57,6 +57,7 @@ void mq_free_delivery(mq_client_t *c, mq_delivery_t *d)
     free(d->correlation_id);
     free(d->type);
     free(d->content_type);
+    free(d->user_id);
     amqp_destroy_envelope(&rec->env);
     free(rec);
 }
@@ -100,6 +101,7 @@ static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env, const 
     d->correlation_id = dup_prop(p, AMQP_BASIC_CORRELATION_ID_FLAG, p->correlation_id, &oom);
     d->type = dup_prop(p, AMQP_BASIC_TYPE_FLAG, p->type, &oom);
     d->content_type = dup_prop(p, AMQP_BASIC_CONTENT_TYPE_FLAG, p->content_type, &oom);
+    d->user_id = dup_prop(p, AMQP_BASIC_USER_ID_FLAG, p->user_id, &oom);
     d->timestamp = (p->_flags & AMQP_BASIC_TIMESTAMP_FLAG) ? (int64_t)p->timestamp : 0;
     d->body = rec->env.message.body.bytes;
     d->body_len = rec->env.message.body.len;

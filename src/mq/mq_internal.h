@@ -31,6 +31,7 @@ typedef struct mq_publish_wait {
 struct mq_client {
     mq_options_t opts; /* strings point into the copies below */
     char *url, *app_id, *ca_file, *cert_file, *key_file;
+    char user[MQ_USER_MAX + 1];   /* the broker user of the last login: every publish's user_id */
     amqp_connection_state_t conn; /* NULL while disconnected */
     bool channel_open;
     uint64_t channel_gen; /* bumped on every channel open */
