@@ -256,7 +256,13 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
 /* clang-format off */
 /* $1..$8 and $11..$13 are the messages' arrays (A_* below), $9/$10 the guard's pairs. A running
  * report also records the worker's incarnation, when it sent the report (its clock) and the
- * timeout it applies; a completion keeps what the running report said. */
+ * timeout it applies; a completion keeps what the running report said.
+ * The guard is a plain condition on the row and the message against the pairs computed once
+ * (an InitPlan), never a join with them: when another executor changes the row first (its
+ * running report, while this one applies the completion), PostgreSQL rechecks the conditions on
+ * the new row version but keeps the join partners it had found for the old one, so a join
+ * would still compare ('scheduled', 'failed') and drop a legal running -> failed as stale
+ * (found by tests/chaos/faults.sh: the execution stayed running until the monitor abandoned it). */
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
     " started_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN now()"
@@ -278,7 +284,8 @@ static const char apply_sql[] =
     "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at,"
     "   incarnation, reported_at, timeout_s, ord)"
     " WHERE e.id = u.id AND e.attempt = u.attempt AND (u.worker IS NULL OR e.worker = u.worker)"
-    "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($9::text[], $10::text[]) AS p(f, t))"
+    "   AND (e.status || '>' || u.status) = ANY (ARRAY(SELECT f || '>' || t"
+    "     FROM unnest($9::text[], $10::text[]) AS p(f, t)))"
     " RETURNING u.ord";
 /* clang-format on */
 
