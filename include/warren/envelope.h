@@ -20,10 +20,11 @@
 
 typedef enum {
     MSG_UNKNOWN = 0,
-    MSG_EXECUTION_REQUESTED,      /* executor -> worker: dispatch */
-    MSG_EXECUTION_STATUS_CHANGED, /* worker -> executor: running */
-    MSG_EXECUTION_COMPLETED,      /* worker -> executor: terminal result */
-    MSG_WORKER_HEARTBEAT,         /* worker -> executor: announce, heartbeat, stopping */
+    MSG_EXECUTION_REQUESTED,        /* executor -> worker: dispatch */
+    MSG_EXECUTION_STATUS_CHANGED,   /* worker -> executor: running */
+    MSG_EXECUTION_COMPLETED,        /* worker -> executor: terminal result */
+    MSG_WORKER_HEARTBEAT,           /* worker -> executor: announce, heartbeat, stopping */
+    MSG_EXECUTION_CANCEL_REQUESTED, /* executor -> worker control queue: stop an execution */
 } msg_type_t;
 
 const char *msg_type_name(msg_type_t t);

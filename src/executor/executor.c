@@ -37,6 +37,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     executor_t *x = arg;
+    x->loop_beat_ms = now_mono_ms();
     /* A dead publisher connection is noticed and remade by the next publish. */
     if (mq_connected(x->pub) && mq_pump(x->pub) < 0)
         log_kv(LOG_DEBUG, "publisher connection lost while idle", NULL);
@@ -198,6 +199,7 @@ static int setup_events(executor_t *x)
 
 static int start(executor_t *x)
 {
+    stats_init(&x->stats);
     if (!(x->base = event_base_new())) {
         log_kv(LOG_ERROR, "cannot create the event loop", NULL);
         return -1;
@@ -210,12 +212,16 @@ static int start(executor_t *x)
     if (connect_broker(x) != 0)
         return -1;
     sched_init(&x->sched, x->cfg, &x->db, x->pub, &x->stats);
-    return setup_events(x);
+    x->loop_beat_ms = now_mono_ms();
+    if (setup_events(x) != 0)
+        return -1;
+    return api_start(x);
 }
 
 /* Consumers first (their events are their own); freeing the base removes the loop's. */
 static void stop(executor_t *x)
 {
+    api_stop(x);
     consumer_free(&x->results);
     consumer_free(&x->heartbeats);
     consumer_free(&x->dlq);

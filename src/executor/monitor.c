@@ -1,7 +1,8 @@
 /*
  * The timeout monitor: executions nobody will finish. Scheduled longer than
- * executor.scheduled_timeout_s -> failed (no worker started it); running or canceling on a
- * worker whose heartbeat is stale, or that went offline -> abandoned. Each also leaves a
+ * executor.scheduled_timeout_s -> failed (no worker started it); running on a worker whose
+ * heartbeat is stale, or that went offline -> abandoned (canceling -> cancelled: the cancel
+ * stands, and nothing runs it any more). Each also leaves a
  * dead_letters row (the execution row as body and snapshot). One statement per kind: claim
  * with SKIP LOCKED, CAS fenced by status and attempt, insert the dead letters.
  */
@@ -47,6 +48,10 @@ static const char scheduled_sql[] =
     " WHEN s.worker_status = 'offline' THEN 'Worker ' || s.worker || ' went offline while it ran'"  \
     " ELSE 'Worker heartbeat stale: ' || s.worker || ' last seen ' || s.last_heartbeat END"
 
+/* A cancel whose worker is gone: nobody can stop the process any more, and nothing runs it. */
+#define CANCEL_GONE                                                                             \
+    "'Cancelled; worker ' || coalesce(s.worker, '?') || ' was gone, its process could not be told'"
+
 static const char stale_worker_sql[] =
     "WITH stale AS (SELECT e.id, e.attempt, e.worker, e.status, w.status AS worker_status,"
     " w.last_heartbeat, row_to_json(e)::jsonb AS snap"
@@ -54,8 +59,10 @@ static const char stale_worker_sql[] =
     " WHERE e.status = ANY($2::text[]) AND (w.id IS NULL OR w.status = 'offline'"
     " OR w.last_heartbeat < now() - make_interval(secs => $1::int * w.heartbeat_interval_s))"
     " ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED), "
-    "changed AS (UPDATE executions e SET status = " EXEC_SQL(ABANDONED) ","
-    " error = " STALE_WHY ","
+    "changed AS (UPDATE executions e SET status = CASE WHEN s.status = " EXEC_SQL(CANCELING)
+    "   THEN " EXEC_SQL(CANCELLED) " ELSE " EXEC_SQL(ABANDONED) " END,"
+    " error = CASE WHEN s.status = " EXEC_SQL(CANCELING) " THEN " CANCEL_GONE " ELSE " STALE_WHY
+    " END,"
     " result = jsonb_build_object('error', " STALE_WHY ", 'worker', s.worker, 'attempt', s.attempt,"
     " 'last_heartbeat', s.last_heartbeat, 'worker_status', s.worker_status)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
@@ -127,4 +134,5 @@ void monitor_run(executor_t *x)
         if (a < 0 || b < 0 || (a < batch && b < batch))
             break;
     }
+    cancel_resend(x);
 }

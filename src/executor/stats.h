@@ -7,6 +7,7 @@
 
 #include "warren/breaker.h"
 #include "warren/common.h"
+#include "warren/metrics.h"
 
 #define STATS_MAX_REASONS 24
 
@@ -24,6 +25,15 @@ typedef struct executor_stats {
     uint64_t dead_letter_duplicates; /* redeliveries whose row already existed */
     uint64_t batches_retried;        /* batches kept unacked after a database error */
     uint64_t acks_failed;            /* acks after commit that did not reach the broker */
+    uint64_t poison_stored;          /* unreadable messages kept as dead_letters rows */
+    uint64_t results_after_cancel;   /* reports that arrived after a cancel, kept in history */
+    uint64_t cancels_requested;      /* cancels applied (requested/scheduled/running) */
+    uint64_t cancel_messages;        /* control messages confirmed to a worker */
+    uint64_t cancel_messages_failed; /* control messages not confirmed (returned, nacked, ...) */
+    uint64_t confirms[5];            /* dispatch publishes by outcome: STATS_CONFIRM_* */
+    metrics_hist_t dispatch_latency; /* seconds of one publish batch, write to last confirm */
+    metrics_hist_t submit_to_start;  /* seconds from created_at to started_at */
+    metrics_hist_t start_to_end;     /* seconds from started_at to ended_at */
     struct {
         char reason[64];
         uint64_t count;
@@ -31,6 +41,23 @@ typedef struct executor_stats {
     size_t n_reasons;
     uint64_t dead_letters_other; /* reasons beyond the table */
 } executor_stats_t;
+
+/* How a dispatch publish ended, for warren_dispatch_confirms_total{outcome}. */
+enum {
+    STATS_CONFIRM_ACKED = 0,
+    STATS_CONFIRM_NACKED,
+    STATS_CONFIRM_RETURNED,
+    STATS_CONFIRM_TIMEOUT,
+    STATS_CONFIRM_FAILED
+};
+/* Count one publish that ended with status (mq_status_t). */
+void stats_confirm(executor_stats_t *s, int status);
+
+/* Set up the histograms of a stats struct that /metrics serves. */
+void stats_init(executor_stats_t *s);
+/* Name every counter and histogram of s in the registry (s must outlive it), plus a collector
+ * for the dead letters by reason. -1 when out of memory. */
+int stats_register(executor_stats_t *s, metrics_registry_t *r) WARN_UNUSED;
 
 void stats_dead_letter(executor_stats_t *s, const char *reason, uint64_t n);
 uint64_t stats_dead_letters(const executor_stats_t *s, const char *reason);

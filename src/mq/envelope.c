@@ -18,6 +18,7 @@ static const char *const type_names[] = {
     [MSG_EXECUTION_STATUS_CHANGED] = "ExecutionStatusChanged",
     [MSG_EXECUTION_COMPLETED] = "ExecutionCompleted",
     [MSG_WORKER_HEARTBEAT] = "WorkerHeartbeat",
+    [MSG_EXECUTION_CANCEL_REQUESTED] = "ExecutionCancelRequested",
 };
 #define N_TYPES (sizeof type_names / sizeof type_names[0])
 
