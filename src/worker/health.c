@@ -1,0 +1,212 @@
+/*
+ * The worker's own small HTTP server on worker.http_listen: /livez (the loop turns), /readyz
+ * (consuming its queue on a connected broker, no breaker open) and /metrics (the counters of
+ * the stats line, in flight and capacity, breakers, handler durations by action).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <json-c/json.h>
+#include "warren/log.h"
+#include "worker/worker_internal.h"
+
+/* The worker answers probes only: small requests, few connections. */
+static const http_limits_t health_limits = {.max_connections = 16,
+                                            .max_header_bytes = 8192,
+                                            .max_body_bytes = 1024,
+                                            .read_timeout_s = 10,
+                                            .idle_timeout_s = 30};
+
+static void on_livez(http_req_t *r, void *arg)
+{
+    worker_t *w = arg;
+    char body[128];
+    snprintf(body, sizeof body, "{\"status\":\"ok\",\"loop_beat_age_ms\":%" PRId64 "}",
+             now_mono_ms() - w->loop_beat_ms);
+    http_reply_json(r, 200, body);
+}
+
+static void add_check(json_object *checks, json_object *reasons, const char *name,
+                      const char *state, bool ok, const char *why)
+{
+    json_object_object_add(checks, name, json_object_new_string(state));
+    if (!ok)
+        json_object_array_add(reasons, json_object_new_string(why));
+}
+
+static void on_readyz(http_req_t *r, void *arg)
+{
+    worker_t *w = arg;
+    json_object *body = json_object_new_object(), *checks = json_object_new_object(),
+                *reasons = json_object_new_array();
+    bool running = w->phase == PHASE_RUNNING;
+    bool consuming = w->consuming && mq_connected(w->consumer);
+    add_check(checks, reasons, "phase", running ? "running" : "draining", running,
+              "shutting down: takes no new work");
+    char why[300];
+    snprintf(why, sizeof why, "not consuming %s", w->queue);
+    add_check(checks, reasons, "consumer", consuming ? "ok" : "lost", consuming, why);
+    const struct {
+        const char *name;
+        const breaker_t *b;
+    } breakers[] = {{"breaker_consume", mq_breaker(w->consumer)},
+                    {"breaker_publish", mq_breaker(w->publisher)}};
+    bool open = false, half_open = false;
+    for (size_t i = 0; i < 2; i++) {
+        breaker_state_t st = breakers[i].b->state;
+        snprintf(why, sizeof why, "%s %s", breakers[i].name, breaker_state_name(st));
+        add_check(checks, reasons, breakers[i].name, breaker_state_name(st), st == BREAKER_CLOSED,
+                  why);
+        open |= st == BREAKER_OPEN;
+        half_open |= st == BREAKER_HALF_OPEN;
+    }
+    bool ready = running && consuming && !open;
+    json_object_object_add(body, "status",
+                           json_object_new_string(!ready      ? "not_ready"
+                                                  : half_open ? "degraded"
+                                                              : "ready"));
+    json_object_object_add(body, "worker", json_object_new_string(w->id));
+    json_object_object_add(body, "checks", checks);
+    json_object_object_add(body, "reasons", reasons);
+    http_reply_json(r, ready ? 200 : 503, json_object_to_json_string_ext(body, 0));
+    json_object_put(body);
+}
+
+static void on_metrics(http_req_t *r, void *arg)
+{
+    worker_t *w = arg;
+    metrics_out_t o;
+    metrics_out_init(&o);
+    metrics_render(&w->metrics, &o);
+    if (o.failed)
+        http_error(r, 503, "unavailable", "out of memory");
+    else
+        http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf, o.len);
+    metrics_out_free(&o);
+}
+
+/* Values that are not counters of worker_stats_t, read at scrape time. */
+static void collect(metrics_out_t *o, void *arg)
+{
+    worker_t *w = arg;
+    metrics_family(o, "warren_worker_in_flight", "gauge", "Executions running now");
+    metrics_sample(o, "warren_worker_in_flight", "", (double)runner_running(w->runner));
+    metrics_family(o, "warren_worker_capacity", "gauge",
+                   "Executions this worker runs at once (worker.max_concurrency)");
+    metrics_sample(o, "warren_worker_capacity", "", (double)w->o.max_concurrency);
+    metrics_family(o, "warren_worker_held", "gauge", "Dispatches accepted, not started yet");
+    metrics_sample(o, "warren_worker_held", "", (double)execs_count(&w->execs, STAGE_HELD));
+    metrics_family(o, "warren_worker_outbox", "gauge", "Reports waiting to be confirmed");
+    metrics_sample(o, "warren_worker_outbox", "", (double)w->outbox.len);
+    metrics_family(o, "warren_worker_consuming", "gauge", "1 while consuming its queue");
+    metrics_sample(o, "warren_worker_consuming", "", w->consuming ? 1 : 0);
+    const char *names[] = {"consume", "publish"};
+    const breaker_t *b[] = {mq_breaker(w->consumer), mq_breaker(w->publisher)};
+    char labels[64];
+    metrics_family(o, "warren_breaker_state", "gauge",
+                   "Circuit breaker state: 0 closed, 1 open, 2 half-open");
+    for (size_t i = 0; i < 2; i++) {
+        labels[0] = '\0';
+        (void)metrics_label(labels, sizeof labels, "breaker", names[i]);
+        metrics_sample(o, "warren_breaker_state", labels, (double)b[i]->state);
+    }
+    metrics_family(o, "warren_breaker_rejections_total", "counter",
+                   "Calls a breaker refused while open");
+    for (size_t i = 0; i < 2; i++) {
+        labels[0] = '\0';
+        (void)metrics_label(labels, sizeof labels, "breaker", names[i]);
+        metrics_sample_u64(o, "warren_breaker_rejections_total", labels, b[i]->calls_rejected);
+    }
+    metrics_family(o, "warren_handler_duration_seconds", "histogram",
+                   "How long handlers ran, by action (at most 64 actions, then \"other\")");
+    size_t n = w->n_durations + (w->durations[HEALTH_MAX_ACTIONS].h.count > 0);
+    for (size_t i = 0; i < n; i++) {
+        const handler_hist_t *d = i < w->n_durations ? &w->durations[i]
+                                                     : &w->durations[HEALTH_MAX_ACTIONS];
+        char l[320] = "";
+        (void)metrics_label(l, sizeof l, "action", i < w->n_durations ? d->action : "other");
+        metrics_sample_hist(o, "warren_handler_duration_seconds", l, &d->h);
+    }
+}
+
+void health_observe(worker_t *w, const char *action_ref, int64_t duration_ms)
+{
+    handler_hist_t *d = NULL;
+    for (size_t i = 0; i < w->n_durations && !d; i++)
+        if (!strcmp(w->durations[i].action, action_ref))
+            d = &w->durations[i];
+    if (!d && w->n_durations < HEALTH_MAX_ACTIONS) {
+        d = &w->durations[w->n_durations++];
+        snprintf(d->action, sizeof d->action, "%s", action_ref);
+        metrics_hist_init(&d->h, metrics_seconds_bounds, metrics_seconds_bounds_len);
+    }
+    if (!d) {
+        d = &w->durations[HEALTH_MAX_ACTIONS];
+        if (!d->h.bounds)
+            metrics_hist_init(&d->h, metrics_seconds_bounds, metrics_seconds_bounds_len);
+    }
+    metrics_hist_observe(&d->h, (double)duration_ms / 1000.0);
+}
+
+static int register_counters(worker_t *w)
+{
+    const worker_stats_t *s = &w->stats;
+    const struct {
+        const char *name, *labels, *help;
+        const uint64_t *v;
+    } c[] = {
+        {"warren_worker_deliveries_total", "", "Dispatches received", &s->deliveries},
+        {"warren_worker_executions_started_total", "", "Executions started", &s->started},
+        {"warren_worker_executions_total", "outcome=\"completed\"", "Executions ended, by outcome",
+         &s->completed},
+        {"warren_worker_executions_total", "outcome=\"failed\"", NULL, &s->failed},
+        {"warren_worker_executions_total", "outcome=\"timeout\"", NULL, &s->timed_out},
+        {"warren_worker_rejected_total", "", "Dispatches refused (dead-lettered)", &s->rejected},
+        {"warren_worker_duplicates_total", "", "Redeliveries of executions already here",
+         &s->duplicates},
+        {"warren_worker_requeued_total", "", "Dispatches handed back while shutting down",
+         &s->requeued},
+        {"warren_worker_dropped_held_total", "",
+         "Accepted dispatches dropped with a lost channel (the broker requeued them)",
+         &s->dropped_held},
+        {"warren_worker_publish_retries_total", "", "Failed report publishes, retried",
+         &s->publish_retries},
+        {"warren_worker_reports_lost_total", "", "Reports never confirmed (given up at exit)",
+         &s->reports_lost},
+        {"warren_worker_heartbeats_failed_total", "", "Heartbeats not published",
+         &s->heartbeats_failed},
+        {"warren_worker_resubscribes_total", "", "Times the worker consumed its queue again",
+         &s->resubscribes},
+        {"warren_worker_abandoned_total", "", "Handlers killed by an immediate exit, unreported",
+         &s->abandoned},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (metrics_add_u64(&w->metrics, METRIC_COUNTER, c[i].name,
+                            c[i].help ? c[i].help : c[i - 1].help, c[i].labels, c[i].v) != 0)
+            return -1;
+    return metrics_add_collector(&w->metrics, collect, w);
+}
+
+int health_start(worker_t *w, char *err, size_t errlen)
+{
+    metrics_init(&w->metrics);
+    const char *listen = w->o.cfg->worker.http_listen;
+    if (!listen || !*listen)
+        return 0;
+    w->http = http_new(w->base, "health", &health_limits);
+    if (!w->http || register_counters(w) != 0 ||
+        http_route(w->http, HTTP_GET, "/livez", on_livez, w) != 0 ||
+        http_route(w->http, HTTP_GET, "/readyz", on_readyz, w) != 0 ||
+        http_route(w->http, HTTP_GET, "/metrics", on_metrics, w) != 0) {
+        snprintf(err, errlen, "out of memory setting up worker.http_listen");
+        return -1;
+    }
+    return http_listen(w->http, listen, err, errlen);
+}
+
+void health_stop(worker_t *w)
+{
+    http_free(w->http);
+    w->http = NULL;
+    metrics_free(&w->metrics);
+}
