@@ -130,10 +130,10 @@ void cli_api_report(const char *cmd, int code, const char *body)
 {
     json_object *o = json_tokener_parse(body ? body : "");
     json_object *d = NULL, *e = NULL;
+    bool has_error = o && json_object_object_get_ex(o, "error", &e) && e;
     if (o && json_object_object_get_ex(o, "detail", &d) && json_object_is_type(d, json_type_string))
         fprintf(stderr, "warren %s: %s (HTTP %d%s%s)\n", cmd, json_object_get_string(d), code,
-                json_object_object_get_ex(o, "error", &e) ? " " : "",
-                e ? json_object_get_string(e) : "");
+                has_error ? " " : "", has_error ? json_object_get_string(e) : "");
     else
         fprintf(stderr, "warren %s: the API answered HTTP %d\n", cmd, code);
     json_object_put(o);

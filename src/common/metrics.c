@@ -105,7 +105,7 @@ static void format_value(double v, char *buf, size_t len)
     else if (v == floor(v) && fabs(v) < 1e15)
         snprintf(buf, len, "%.0f", v);
     else
-        snprintf(buf, len, "%.9g", v);
+        snprintf(buf, len, "%.15g", v);
 }
 
 static void sample_text(metrics_out_t *o, const char *name, const char *suffix, const char *labels,
