@@ -13,7 +13,9 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include "warren/breaker.h"
 #include "warren/common.h"
+#include "warren/metrics.h"
 
 typedef struct http_limits {
     int max_connections;     /* open connections; the listener pauses at the limit */
@@ -86,5 +88,28 @@ const char *http_header(http_req_t *r, const char *name);
 const char *http_query(http_req_t *r, const char *name);
 /* 400 and false when the query has a parameter not in allowed (NULL-terminated). */
 bool http_query_only(http_req_t *r, const char *const *allowed);
+
+/* ---- health and metrics (src/http/health.c) ---- */
+
+/* /livez: 200 {"status":"ok","loop_beat_age_ms"} (loop_beat_ms: monotonic, last loop tick). */
+void http_reply_livez(http_req_t *r, int64_t loop_beat_ms);
+/* /metrics: the registry in Prometheus' text format. */
+void http_reply_metrics(http_req_t *r, const metrics_registry_t *m);
+
+/* /readyz: checks gathered one by one, then one answer: 200 ready, 200 degraded (a half-open
+ * breaker), 503 not_ready, the body {status, checks, reasons}. */
+typedef struct http_ready {
+    struct json_object *body, *checks, *reasons;
+    bool ready, degraded;
+} http_ready_t;
+
+void http_ready_init(http_ready_t *h);
+/* A check named name in state; when not ok, reason joins "reasons" and it is not ready. */
+void http_ready_check(http_ready_t *h, const char *name, const char *state, bool ok,
+                      const char *reason);
+/* A breaker: open is not ready, half-open degraded. */
+void http_ready_breaker(http_ready_t *h, const char *name, const breaker_t *b);
+/* Answer (with key: value added to the body when key is not NULL) and free what h holds. */
+void http_ready_reply(http_req_t *r, http_ready_t *h, const char *key, const char *value);
 
 #endif

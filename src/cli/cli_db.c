@@ -147,6 +147,24 @@ int cli_parse_read_opts(const char *cmd, const char *usage, int argc, char **arg
     return 0;
 }
 
+int cli_parse_id_opts(const char *cmd, const char *usage, int argc, char **argv,
+                      const char **config, bool *json, const char **id)
+{
+    int rc = cli_parse_read_opts(cmd, usage, argc, argv, config, json);
+    if (rc != 0)
+        return rc;
+    int64_t v;
+    if (optind != argc - 1 || cli_parse_int64(argv[optind], 1, INT64_MAX, &v) != 0) {
+        cli_usage_error(cmd, usage,
+                        optind == argc      ? "ID missing"
+                        : optind < argc - 1 ? "one ID only"
+                                            : "an execution id is a positive whole number");
+        return -1;
+    }
+    *id = argv[optind];
+    return 0;
+}
+
 int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
 {
     va_list ap;

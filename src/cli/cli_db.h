@@ -47,6 +47,11 @@ int cli_db_show(PGconn *db, const char *cmd, bool json, const char *json_sql, co
 int cli_parse_read_opts(const char *cmd, const char *usage, int argc, char **argv,
                         const char **config, bool *json);
 
+/* cli_parse_read_opts, then exactly one operand, an execution id, into *id (borrowed from argv):
+ * `warren get ID`, `warren cancel ID`. */
+int cli_parse_id_opts(const char *cmd, const char *usage, int argc, char **argv,
+                      const char **config, bool *json, const char **id);
+
 /* Print "warren CMD: <message>" and the one-line usage; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

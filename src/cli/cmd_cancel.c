@@ -44,19 +44,7 @@ static void cancel_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int cancel_parse(int argc, char **argv, cancel_opts_t *o)
 {
-    int rc = cli_parse_read_opts("cancel", cancel_usage_line, argc, argv, &o->config, &o->json);
-    if (rc != 0)
-        return rc;
-    int64_t id;
-    if (optind != argc - 1 || cli_parse_int64(argv[optind], 1, INT64_MAX, &id) != 0) {
-        cli_usage_error("cancel", cancel_usage_line,
-                        optind == argc      ? "ID missing"
-                        : optind < argc - 1 ? "one ID only"
-                                            : "an execution id is a positive whole number");
-        return -1;
-    }
-    o->id = argv[optind];
-    return 0;
+    return cli_parse_id_opts("cancel", cancel_usage_line, argc, argv, &o->config, &o->json, &o->id);
 }
 
 /* The API's statement (warren/queries.h): the same compare-and-swap, the same answers. */

@@ -42,19 +42,7 @@ static void get_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int get_parse(int argc, char **argv, get_opts_t *o)
 {
-    int rc = cli_parse_read_opts("get", get_usage_line, argc, argv, &o->config, &o->json);
-    if (rc != 0)
-        return rc;
-    int64_t id;
-    if (optind != argc - 1 || cli_parse_int64(argv[optind], 1, INT64_MAX, &id) != 0) {
-        cli_usage_error("get", get_usage_line,
-                        optind == argc      ? "ID missing"
-                        : optind < argc - 1 ? "one ID only"
-                                            : "an execution id is a positive whole number");
-        return -1;
-    }
-    o->id = argv[optind];
-    return 0;
+    return cli_parse_id_opts("get", get_usage_line, argc, argv, &o->config, &o->json, &o->id);
 }
 
 /* With --json: the row, its history and its dead letters as one JSON document built by the

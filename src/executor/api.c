@@ -163,11 +163,7 @@ bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t t
 
 static void on_livez(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
-    char body[128];
-    snprintf(body, sizeof body, "{\"status\":\"ok\",\"loop_beat_age_ms\":%" PRId64 "}",
-             now_mono_ms() - x->loop_beat_ms);
-    http_reply_json(r, 200, body);
+    http_reply_livez(r, ((executor_t *)arg)->loop_beat_ms);
 }
 
 static int ping_fn(PGconn *db, void *arg, char *err, size_t errlen)
@@ -176,69 +172,33 @@ static int ping_fn(PGconn *db, void *arg, char *err, size_t errlen)
     return db_exec(db, "SELECT 1", 0, NULL, NULL, err, errlen);
 }
 
-/* One check into the body's "checks" object; a problem also into "reasons". */
-static void check(json_object *checks, json_object *reasons, const char *name, const char *state,
-                  bool ok, const char *reason)
-{
-    json_object_object_add(checks, name, json_object_new_string(state));
-    if (!ok)
-        json_object_array_add(reasons, json_object_new_string(reason));
-}
-
-static void breaker_check(json_object *checks, json_object *reasons, const char *name,
-                          const breaker_t *b, bool *open, bool *half_open)
-{
-    char why[128];
-    snprintf(why, sizeof why, "%s breaker %s", name, breaker_state_name(b->state));
-    check(checks, reasons, name, breaker_state_name(b->state), b->state == BREAKER_CLOSED, why);
-    *open |= b->state == BREAKER_OPEN;
-    *half_open |= b->state == BREAKER_HALF_OPEN;
-}
-
-/* Ready: the database answers, every consumer is registered, no breaker is open. A half-open
- * breaker is degraded: 200 with the detail. */
+/* Ready: the database answers, every consumer is registered, no breaker is open. */
 static void on_readyz(http_req_t *r, void *arg)
 {
     executor_t *x = arg;
-    json_object *body = json_object_new_object(), *checks = json_object_new_object(),
-                *reasons = json_object_new_array();
+    http_ready_t h;
+    http_ready_init(&h);
     bool db_ok = !x->draining && dbc_transaction(&x->db, "readiness", ping_fn, NULL) == DBC_OK;
-    check(checks, reasons, "database", db_ok ? "ok" : "unreachable", db_ok,
-          x->draining ? "shutting down" : "database unreachable");
+    http_ready_check(&h, "database", db_ok ? "ok" : "unreachable", db_ok,
+                     x->draining ? "shutting down" : "database unreachable");
     consumer_t *consumers[] = {&x->results, &x->heartbeats, &x->dlq};
     size_t nc = x->cfg->rabbitmq.dead_letter.enabled ? 3 : 2;
-    bool consuming = true, open = false, half_open = false;
     for (size_t i = 0; i < nc; i++) {
-        char name[64], why[128];
+        char name[64], why[300];
         snprintf(name, sizeof name, "consumer_%s", consumers[i]->name);
         snprintf(why, sizeof why, "not consuming %s", consumers[i]->queue);
-        check(checks, reasons, name, consumers[i]->subscribed ? "ok" : "lost",
-              consumers[i]->subscribed, why);
-        consuming &= consumers[i]->subscribed;
+        http_ready_check(&h, name, consumers[i]->subscribed ? "ok" : "lost",
+                         consumers[i]->subscribed, why);
         snprintf(name, sizeof name, "breaker_consume_%s", consumers[i]->name);
-        breaker_check(checks, reasons, name, mq_breaker(consumers[i]->mq), &open, &half_open);
+        http_ready_breaker(&h, name, mq_breaker(consumers[i]->mq));
     }
-    breaker_check(checks, reasons, "breaker_publish", mq_breaker(x->pub), &open, &half_open);
-    bool ready = db_ok && consuming && !open;
-    const char *status = !ready ? "not_ready" : half_open ? "degraded" : "ready";
-    json_object_object_add(body, "status", json_object_new_string(status));
-    json_object_object_add(body, "checks", checks);
-    json_object_object_add(body, "reasons", reasons);
-    http_reply_json(r, ready ? 200 : 503, json_object_to_json_string_ext(body, 0));
-    json_object_put(body);
+    http_ready_breaker(&h, "breaker_publish", mq_breaker(x->pub));
+    http_ready_reply(r, &h, NULL, NULL);
 }
 
 static void on_metrics(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
-    metrics_out_t o;
-    metrics_out_init(&o);
-    metrics_render(&x->metrics, &o);
-    if (o.failed)
-        http_error(r, 503, "unavailable", "out of memory");
-    else
-        http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf, o.len);
-    metrics_out_free(&o);
+    http_reply_metrics(r, &((executor_t *)arg)->metrics);
 }
 
 /* ---- metrics of the executor's own parts ---- */

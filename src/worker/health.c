@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <json-c/json.h>
 #include "warren/log.h"
 #include "worker/worker_internal.h"
 
@@ -19,70 +18,29 @@ static const http_limits_t health_limits = {.max_connections = 16,
 
 static void on_livez(http_req_t *r, void *arg)
 {
-    worker_t *w = arg;
-    char body[128];
-    snprintf(body, sizeof body, "{\"status\":\"ok\",\"loop_beat_age_ms\":%" PRId64 "}",
-             now_mono_ms() - w->loop_beat_ms);
-    http_reply_json(r, 200, body);
-}
-
-static void add_check(json_object *checks, json_object *reasons, const char *name,
-                      const char *state, bool ok, const char *why)
-{
-    json_object_object_add(checks, name, json_object_new_string(state));
-    if (!ok)
-        json_object_array_add(reasons, json_object_new_string(why));
+    http_reply_livez(r, ((worker_t *)arg)->loop_beat_ms);
 }
 
 static void on_readyz(http_req_t *r, void *arg)
 {
     worker_t *w = arg;
-    json_object *body = json_object_new_object(), *checks = json_object_new_object(),
-                *reasons = json_object_new_array();
+    http_ready_t h;
+    http_ready_init(&h);
     bool running = w->phase == PHASE_RUNNING;
     bool consuming = w->consuming && mq_connected(w->consumer);
-    add_check(checks, reasons, "phase", running ? "running" : "draining", running,
-              "shutting down: takes no new work");
+    http_ready_check(&h, "phase", running ? "running" : "draining", running,
+                     "shutting down: takes no new work");
     char why[300];
     snprintf(why, sizeof why, "not consuming %s", w->queue);
-    add_check(checks, reasons, "consumer", consuming ? "ok" : "lost", consuming, why);
-    const struct {
-        const char *name;
-        const breaker_t *b;
-    } breakers[] = {{"breaker_consume", mq_breaker(w->consumer)},
-                    {"breaker_publish", mq_breaker(w->publisher)}};
-    bool open = false, half_open = false;
-    for (size_t i = 0; i < 2; i++) {
-        breaker_state_t st = breakers[i].b->state;
-        snprintf(why, sizeof why, "%s %s", breakers[i].name, breaker_state_name(st));
-        add_check(checks, reasons, breakers[i].name, breaker_state_name(st), st == BREAKER_CLOSED,
-                  why);
-        open |= st == BREAKER_OPEN;
-        half_open |= st == BREAKER_HALF_OPEN;
-    }
-    bool ready = running && consuming && !open;
-    json_object_object_add(body, "status",
-                           json_object_new_string(!ready      ? "not_ready"
-                                                  : half_open ? "degraded"
-                                                              : "ready"));
-    json_object_object_add(body, "worker", json_object_new_string(w->id));
-    json_object_object_add(body, "checks", checks);
-    json_object_object_add(body, "reasons", reasons);
-    http_reply_json(r, ready ? 200 : 503, json_object_to_json_string_ext(body, 0));
-    json_object_put(body);
+    http_ready_check(&h, "consumer", consuming ? "ok" : "lost", consuming, why);
+    http_ready_breaker(&h, "breaker_consume", mq_breaker(w->consumer));
+    http_ready_breaker(&h, "breaker_publish", mq_breaker(w->publisher));
+    http_ready_reply(r, &h, "worker", w->id);
 }
 
 static void on_metrics(http_req_t *r, void *arg)
 {
-    worker_t *w = arg;
-    metrics_out_t o;
-    metrics_out_init(&o);
-    metrics_render(&w->metrics, &o);
-    if (o.failed)
-        http_error(r, 503, "unavailable", "out of memory");
-    else
-        http_reply(r, 200, "text/plain; version=0.0.4; charset=utf-8", o.buf, o.len);
-    metrics_out_free(&o);
+    http_reply_metrics(r, &((worker_t *)arg)->metrics);
 }
 
 /* Values that are not counters of worker_stats_t, read at scrape time. */
