@@ -6,7 +6,6 @@ ALTER TABLE executions ADD COLUMN cancelled_by text;
 ALTER TABLE executions ADD COLUMN cancel_requested_at timestamptz;
 
 -- What a worker reported after the cancel and that changed nothing (a `running` or a
--- completion that lost the race) stays in the history: a row with applied = false and a note.
--- Every row the status trigger writes is applied.
+-- completion that lost the race) stays in the history: a row with applied = false and a note
+-- (the column of schema 006). Every row the status trigger writes is applied.
 ALTER TABLE execution_events ADD COLUMN applied boolean NOT NULL DEFAULT true;
-ALTER TABLE execution_events ADD COLUMN note text;

@@ -1,7 +1,8 @@
 /*
  * Circuit breaker: closed -> open after failure_threshold consecutive failures -> half-open
- * after open_timeout_ms (admits one probe at a time) -> closed after success_threshold
- * successes; any failure while half-open reopens it. Pure logic: the clock is passed in.
+ * after open_timeout_ms, or at once when a fresh connection proves the peer is back (admits
+ * one probe at a time) -> closed after success_threshold successes; any failure while
+ * half-open reopens it. Pure logic: the clock is passed in.
  */
 #ifndef WARREN_BREAKER_H
 #define WARREN_BREAKER_H
@@ -11,7 +12,7 @@
 typedef enum { BREAKER_CLOSED = 0, BREAKER_OPEN, BREAKER_HALF_OPEN } breaker_state_t;
 
 typedef struct breaker {
-    const char *name; /* for logs; not owned */
+    const char *name; /* for logs; borrowed */
     int failure_threshold;
     int success_threshold;
     int64_t open_timeout_ms;
@@ -30,6 +31,9 @@ void breaker_init(breaker_t *b, const char *name, int failure_threshold, int suc
 bool breaker_allow(breaker_t *b, int64_t now_ms);
 void breaker_record_success(breaker_t *b, int64_t now_ms);
 void breaker_record_failure(breaker_t *b, int64_t now_ms);
+/* A new connection to the peer succeeded: an open breaker half-opens now instead of waiting
+ * out open_timeout_ms, so the next call is its probe. No change in the other states. */
+void breaker_reconnected(breaker_t *b, int64_t now_ms);
 const char *breaker_state_name(breaker_state_t s);
 /* Milliseconds until an open breaker admits a probe (0 when not open). */
 int64_t breaker_retry_in_ms(const breaker_t *b, int64_t now_ms);

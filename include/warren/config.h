@@ -17,6 +17,7 @@ typedef struct warren_config {
     struct {
         char *url;
         int connect_timeout_s;
+        int statement_timeout_ms; /* the executor's bound on every statement */
     } database;
     struct {
         char *url;
@@ -31,6 +32,7 @@ typedef struct warren_config {
             char *exchange;
             char *queue;
             int64_t ttl_ms;
+            char *parking_queue; /* where dead letters go when they outlive ttl_ms */
         } dead_letter;
         struct {
             char *executions;
@@ -52,12 +54,15 @@ typedef struct warren_config {
         int format;
     } log; /* log_level_t, log_format_t */
     struct {
-        int poll_interval_ms;       /* scheduler tick when idle */
-        int batch_size;             /* executions claimed / results applied per round trip */
-        int scheduled_timeout_s;    /* scheduled longer than this -> failed */
-        int heartbeat_stale_factor; /* worker live while heartbeat age < factor * interval */
-        int monitor_interval_s;     /* timeout monitor period; 0 disables it */
-        int dlq_retry_delay_ms;     /* delay before retrying a dead letter after a DB error */
+        int poll_interval_ms;          /* scheduler tick when idle */
+        int batch_size;                /* executions claimed / results applied per round trip */
+        int scheduled_timeout_s;       /* scheduled longer than this -> failed */
+        int unconfirmed_timeout_ms;    /* scheduled, dispatch unconfirmed this long -> requested */
+        int heartbeat_stale_factor;    /* worker live while heartbeat age < factor * interval */
+        int running_timeout_default_s; /* a running row's timeout when nobody reported one */
+        int running_grace_s;           /* running past its timeout + this, no result: abandoned */
+        int monitor_interval_s;        /* timeout monitor period; 0 disables it */
+        int dlq_retry_delay_ms;        /* delay before retrying a dead letter after a DB error */
     } executor;
     struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */

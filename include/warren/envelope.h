@@ -24,7 +24,7 @@ typedef enum {
     MSG_EXECUTION_STATUS_CHANGED,   /* worker -> executor: running */
     MSG_EXECUTION_COMPLETED,        /* worker -> executor: terminal result */
     MSG_WORKER_HEARTBEAT,           /* worker -> executor: announce, heartbeat, stopping */
-    MSG_EXECUTION_CANCEL_REQUESTED, /* executor -> worker control queue: stop an execution */
+    MSG_EXECUTION_CANCEL_REQUESTED, /* executor -> worker's control queue: stop an execution */
 } msg_type_t;
 
 const char *msg_type_name(msg_type_t t);
@@ -63,12 +63,28 @@ typedef struct dispatch {
     json_object *params; /* borrowed from the envelope payload; NULL when absent */
     int attempt;         /* >= 1; 1 when absent */
     int timeout_s;       /* >= 0; 0 (absent) means the worker's default */
+    /* start_deadline: no worker may start it later (RFC 3339); the executor sets it to
+     * scheduled_at + executor.scheduled_timeout_s. Microseconds; 0 when absent. */
+    int64_t start_deadline_us;
 } dispatch_t;
 /* execution_id may be a JSON integer or a string of digits (peers that send ids as text). */
 int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err,
                           size_t errlen) WARN_UNUSED;
 /* A new object the caller owns (json_object_put); takes its own reference on d->params. */
 json_object *dispatch_to_payload(const dispatch_t *d);
+
+/* Cancel request payload (ExecutionCancelRequested). */
+typedef struct cancel_request {
+    int64_t execution_id;
+    int attempt; /* >= 1; the attempt to stop, never another */
+    char worker_id[WORKER_ID_MAX + 1];
+    char requested_by[256]; /* who asked (an API key's name, "cli:<user>"); "" when absent */
+} cancel_request_t;
+/* execution_id may be a JSON integer or a string of digits, as in a dispatch. */
+int cancel_from_payload(json_object *payload, cancel_request_t *out, char *err,
+                        size_t errlen) WARN_UNUSED;
+/* A new object the caller owns (json_object_put): what cancel_from_payload reads back. */
+json_object *cancel_to_payload(const cancel_request_t *c);
 
 /* A new random message id (UUID v4 text) into buf of at least 37 bytes. */
 void envelope_new_id(char *buf, size_t len);

@@ -23,9 +23,18 @@ bool ids_worker_valid(const char *id);
 bool ids_action_ref_valid(const char *ref);
 #define IDS_ACTION_REF_RULE "use 1 to 255 letters, digits, '.', '_' or '-', not starting with '.'"
 
+/* A worker process's incarnation (docs/worker.md): 32 lowercase hex digits (16 random bytes),
+ * fixed for the life of the process and sent in its heartbeats and reports. */
+#define INCARNATION_LEN 32
+bool ids_incarnation_valid(const char *s);
+
 /* An execution id written as text (peers that send ids as JSON strings): the NUL-terminated s
  * of len bytes must be 1 to 18 digits, no sign, spaces or leading zero, so an id has exactly
  * one spelling. -1 for anything else (also a NUL within len). */
 int ids_execution_id_parse(const char *s, size_t len, int64_t *out) WARN_UNUSED;
+/* id as text (decimal, as ids_execution_id_parse reads it back) into buf[len]; a buffer of
+ * IDS_EXECUTION_ID_TEXT bytes holds any int64_t. For headers, correlation ids and log fields. */
+#define IDS_EXECUTION_ID_TEXT 24
+void ids_execution_id_text(int64_t id, char *buf, size_t len);
 
 #endif

@@ -3,6 +3,7 @@
 #define WARREN_LOG_H
 
 #include <stdarg.h>
+#include "warren/common.h"
 
 typedef enum { LOG_DEBUG = 0, LOG_INFO, LOG_WARN, LOG_ERROR } log_level_t;
 typedef enum { LOG_FORMAT_AUTO = 0, LOG_FORMAT_JSON, LOG_FORMAT_TEXT } log_format_t;
@@ -10,7 +11,8 @@ typedef enum { LOG_FORMAT_AUTO = 0, LOG_FORMAT_JSON, LOG_FORMAT_TEXT } log_forma
 void log_setup(log_level_t level, log_format_t format);
 /* Name of the component written on every line ("executor", "worker", "cli"). */
 void log_set_component(const char *component);
-int log_level_parse(const char *s, log_level_t *out);
+/* "debug", "info", "warn" or "error" into *out; -1 for anything else. */
+int log_level_parse(const char *s, log_level_t *out) WARN_UNUSED;
 
 /*
  * Log one line. Fields are key/value string pairs ended by NULL:

@@ -20,11 +20,17 @@ typedef enum {
     MQ_ERR_TIMEOUT = -5,          /* no confirm within publish_timeout_ms */
     MQ_ERR_CONNECTION = -6,       /* socket/connection/channel failure; reconnect pending */
     MQ_ERR_CLOSED_BY_BROKER = -7, /* channel.close from the broker (e.g. 404, 406) */
-    MQ_ERR_CANCELLED = -8, /* the broker cancelled our consumer (queue deleted): resubscribe */
+    MQ_ERR_CANCELLED = -8,   /* the broker cancelled our consumer (queue deleted): resubscribe */
+    MQ_ERR_UNCONFIRMED = -9, /* written, then the connection died before the broker answered:
+                              * the message may have been delivered */
 } mq_status_t;
 
 /* "ok", "breaker_open", "nacked", ... for logs and tools. */
 const char *mq_status_name(int status);
+/* Did a publish with this status perhaps reach its queue? True for MQ_OK and for the unknown
+ * outcomes (MQ_ERR_TIMEOUT, MQ_ERR_UNCONFIRMED: written, no answer); false when the broker
+ * refused it (nacked, returned, channel closed) or it was never written (connection, breaker). */
+bool mq_status_maybe_delivered(int status);
 
 /* Zero or negative numbers mean "use the default" (timeouts 5000 ms, breaker 5 / 2 / 30 s),
  * except heartbeat_s 0 (no heartbeats) and prefetch 0 (unlimited). */
@@ -42,7 +48,8 @@ typedef struct mq_options {
 
 void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id);
 
-/* One message to publish. Properties follow the management-UI conventions in the issue. */
+/* One message to publish. Every publish carries content_type application/json, persistent
+ * delivery, a message_id, a timestamp (seconds) and app_id; the fields below add the rest. */
 typedef struct mq_message {
     const char *exchange;
     const char *routing_key;
@@ -80,16 +87,22 @@ void mq_destroy(mq_client_t *c);
  * confirm.select, basic.qos(prefetch). Idempotent when connected. */
 int mq_connect(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
 void mq_disconnect(mq_client_t *c);
+/* Connect unless connected or the reconnect backoff says to wait (then MQ_ERR_CONNECTION
+ * without trying). Bypasses the breaker: while it is open, this is how a client finds the
+ * broker back, and a successful connect half-opens it so the next call probes at once. */
+int mq_try_connect(mq_client_t *c) WARN_UNUSED;
 bool mq_connected(const mq_client_t *c);
 /* Socket fd for an event loop, -1 when disconnected. */
 int mq_fd(const mq_client_t *c);
 
 /*
  * Publish one message and wait for its confirm. Returns mq_status_t. Success only on a
- * basic.ack; the whole call (write + confirm) is bounded by publish_timeout_ms. Without a
+ * basic.ack; the whole call (write + confirm) is bounded by publish_timeout_ms. MQ_ERR_TIMEOUT
+ * and MQ_ERR_UNCONFIRMED mean written without an answer (the outcome is unknown);
+ * MQ_ERR_CONNECTION means nothing was written. Without a
  * connection it reconnects first (not before the reconnect backoff has passed; a half-open
- * breaker probe skips the backoff). Breaker: MQ_ERR_CONNECTION, MQ_ERR_TIMEOUT and
- * MQ_ERR_NACKED count as failures; RETURNED and CLOSED_BY_BROKER are answers from a healthy
+ * breaker probe skips the backoff). Breaker: MQ_ERR_CONNECTION, MQ_ERR_TIMEOUT,
+ * MQ_ERR_UNCONFIRMED and MQ_ERR_NACKED count as failures; RETURNED and CLOSED_BY_BROKER are answers from a healthy
  * broker (the caller's routing is wrong) and count as successes.
  */
 int mq_publish(mq_client_t *c, const mq_message_t *m) WARN_UNUSED;

@@ -16,6 +16,10 @@
  * valid (warren/ids.h) or the name too long. */
 int topo_worker_queue(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
 int topo_dispatch_key(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
+/* "worker.{id}.control", a worker process's own queue for control messages, and the key that
+ * routes cancel requests to it, "execution.cancel.worker.{id}"; -1 as above. */
+int topo_control_queue(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
+int topo_cancel_key(const char *worker_id, char *buf, size_t len) WARN_UNUSED;
 
 /* Declare exchanges and the dead-letter queue, and the executor's queues. A 406
  * "inequivalent arg" becomes an operator-readable message in err, not a crash. */
@@ -24,6 +28,11 @@ int topo_declare_common(mq_client_t *c, const warren_config_t *cfg, char *err,
 /* Declare and bind one worker's queue with TTL and DLX (quorum args when configured). */
 int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *worker_id,
                         char *err, size_t errlen) WARN_UNUSED;
+/* Declare and bind one worker process's control queue on c's connection: exclusive, auto-delete
+ * and not durable, so it lives exactly as long as that connection (another connection holding it
+ * gets 405 RESOURCE_LOCKED), with the DLX when dead-lettering is enabled. */
+int topo_declare_control(mq_client_t *c, const warren_config_t *cfg, const char *worker_id,
+                         char *err, size_t errlen) WARN_UNUSED;
 
 /* Messages ready in queue (a passive declare: unacked deliveries are not counted), on a
  * connected client; -1 with err when it is not connected or the queue is missing. */
@@ -34,6 +43,6 @@ int topo_queue_messages(mq_client_t *c, const char *queue, int64_t *messages, ch
  * given) with the configuration; print one line per drift to out. Returns the number of
  * drifts found, or -1 when the broker cannot be inspected. worker_ids may be NULL. */
 int topo_verify(mq_client_t *c, const warren_config_t *cfg, const char *mgmt_url,
-                const char *const *worker_ids, size_t n_workers, FILE *out);
+                const char *const *worker_ids, size_t n_workers, FILE *out) WARN_UNUSED;
 
 #endif

@@ -1,6 +1,4 @@
-/* Configuration, connection, queries and usage errors for the operator commands. */
-#include <getopt.h>
-#include <stdarg.h>
+/* Configuration, connection, queries and tables for the database commands. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,15 +29,12 @@ static int cli_db_start(const char *cmd, const char *config_path, warren_config_
 int cli_db_command(const char *cmd, int parsed, void (*usage)(FILE *out), const char *config_path,
                    cli_db_run_fn run, const void *opts)
 {
-    if (parsed > 0) {
-        usage(stdout);
-        return EXIT_OK;
-    }
-    if (parsed < 0)
-        return EXIT_USAGE;
+    int rc = cli_parsed_exit(parsed, usage);
+    if (rc >= 0)
+        return rc;
     warren_config_t cfg;
     PGconn *db;
-    int rc = cli_db_start(cmd, config_path, &cfg, &db);
+    rc = cli_db_start(cmd, config_path, &cfg, &db);
     if (rc != EXIT_OK)
         return rc;
     rc = run(db, &cfg, opts);
@@ -122,63 +117,4 @@ int cli_db_show(PGconn *db, const char *cmd, bool json, const char *json_sql, co
     }
     PQclear(res);
     return rc;
-}
-
-int cli_parse_read_opts(const char *cmd, const char *usage, int argc, char **argv,
-                        const char **config, bool *json)
-{
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
-    optind = 1;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":jc:h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'j': *json = true; break;
-        case 'c': *config = optarg; break;
-        case 'h': return 1;
-        default: cli_bad_option(cmd, usage, ch, argv); return -1;
-        }
-    }
-    return 0;
-}
-
-int cli_parse_id_opts(const char *cmd, const char *usage, int argc, char **argv,
-                      const char **config, bool *json, const char **id)
-{
-    int rc = cli_parse_read_opts(cmd, usage, argc, argv, config, json);
-    if (rc != 0)
-        return rc;
-    int64_t v;
-    if (optind != argc - 1 || cli_parse_int64(argv[optind], 1, INT64_MAX, &v) != 0) {
-        cli_usage_error(cmd, usage,
-                        optind == argc      ? "ID missing"
-                        : optind < argc - 1 ? "one ID only"
-                                            : "an execution id is a positive whole number");
-        return -1;
-    }
-    *id = argv[optind];
-    return 0;
-}
-
-int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "warren %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nusage: %s (see --help)\n", usage);
-    return EXIT_USAGE;
-}
-
-int cli_bad_option(const char *cmd, const char *usage, int ch, char **argv)
-{
-    if (ch == ':')
-        return cli_usage_error(cmd, usage, "option '%s' needs a value", argv[optind - 1]);
-    return cli_usage_error(cmd, usage, "unknown option '%s'", argv[optind - 1]);
 }

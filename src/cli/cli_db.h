@@ -1,12 +1,13 @@
 /*
- * The operator commands' side of PostgreSQL and their shared command-line chores: load the
- * configuration and connect, run one query reporting failures as "warren CMD: ...", usage errors.
+ * The database commands' side of PostgreSQL and their shared command-line chores: load the
+ * configuration and connect, run one query reporting failures as "warren CMD: ...", print rows.
  */
 #ifndef WARREN_CLI_DB_H
 #define WARREN_CLI_DB_H
 
 #include <stdio.h>
 #include <libpq-fe.h>
+#include "cli/cli.h"
 #include "warren/config.h"
 
 /* What a command does once connected; returns an exit code. */
@@ -39,23 +40,5 @@ int cli_db_print_table(const PGresult *res, const char *const *headers, FILE *ou
  */
 int cli_db_show(PGconn *db, const char *cmd, bool json, const char *json_sql, const char *text_sql,
                 int nparams, const char *const *params, const char *const *headers);
-
-/*
- * Parse the options of a command that only reads: -j/--json, -c/--config FILE, -h/--help.
- * Returns 1 for --help, -1 after reporting a usage error, 0 with optind at the first operand.
- */
-int cli_parse_read_opts(const char *cmd, const char *usage, int argc, char **argv,
-                        const char **config, bool *json);
-
-/* cli_parse_read_opts, then exactly one operand, an execution id, into *id (borrowed from argv):
- * `warren get ID`, `warren cancel ID`. */
-int cli_parse_id_opts(const char *cmd, const char *usage, int argc, char **argv,
-                      const char **config, bool *json, const char **id);
-
-/* Print "warren CMD: <message>" and the one-line usage; returns EXIT_USAGE. */
-int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Report what getopt_long returned for a bad option (opterr = 0, optstring starting ':'). */
-int cli_bad_option(const char *cmd, const char *usage, int ch, char **argv);
 
 #endif

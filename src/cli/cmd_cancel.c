@@ -1,5 +1,4 @@
 /* `warren cancel ID`: stop an execution, through the API or on the database URL. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +43,7 @@ static void cancel_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int cancel_parse(int argc, char **argv, cancel_opts_t *o)
 {
-    return cli_parse_id_opts("cancel", cancel_usage_line, argc, argv, &o->config, &o->json, &o->id);
+    return cli_parse_id("cancel", cancel_usage_line, argc, argv, &o->config, &o->json, &o->id);
 }
 
 /* The API's statement (warren/queries.h): the same compare-and-swap, the same answers. */

@@ -1,8 +1,9 @@
 /* `warren config check|docs`: validate and print the effective configuration, or its reference. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+
+static const char config_usage_line[] = "warren config check|docs [-c FILE]";
 
 static void config_usage(FILE *out)
 {
@@ -12,36 +13,27 @@ static void config_usage(FILE *out)
         "       warren config docs               print the configuration reference (Markdown)\n");
 }
 
+/* Returns -1 after reporting a usage error, 1 for --help, 0 to run *action. */
+static int config_parse(int argc, char **argv, const char **config, const char **action)
+{
+    const cli_spec_t spec = {"config", config_usage_line, NULL, 0, "check or docs"};
+    int rc = cli_parse(&spec, argc, argv, config, action);
+    if (rc == 0 && strcmp(*action, "check") != 0 && strcmp(*action, "docs") != 0) {
+        cli_usage_error("config", config_usage_line, "unknown action '%s'", *action);
+        return -1;
+    }
+    return rc;
+}
+
 int cmd_config(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *path = NULL;
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
-        if (ch == 'c') {
-            path = optarg;
-        } else if (ch == 'h') {
-            config_usage(stdout);
-            return EXIT_OK;
-        } else {
-            config_usage(stderr);
-            return EXIT_USAGE;
-        }
-    }
-    if (optind != argc - 1) {
-        config_usage(stderr);
-        return EXIT_USAGE;
-    }
-    if (!strcmp(argv[optind], "docs")) {
+    const char *path, *action = NULL;
+    int rc = cli_parsed_exit(config_parse(argc, argv, &path, &action), config_usage);
+    if (rc >= 0)
+        return rc;
+    if (!strcmp(action, "docs")) {
         cfg_write_docs(stdout);
         return EXIT_OK;
-    }
-    if (strcmp(argv[optind], "check")) {
-        config_usage(stderr);
-        return EXIT_USAGE;
     }
     warren_config_t cfg;
     if (cli_load_config(path, &cfg))

@@ -1,44 +1,34 @@
 /* `warren executor [-c FILE]`: run the executor daemon (src/executor/). */
-#include <getopt.h>
 #include <stdio.h>
 #include "cli/cli.h"
 #include "warren/executor.h"
 #include "warren/log.h"
 
-static void usage(FILE *out)
+static const char executor_usage_line[] = "warren executor [-c FILE]";
+
+static void executor_usage(FILE *out)
 {
-    fprintf(out, "usage: warren executor [-c FILE]\n\n"
-                 "Runs the executor: schedules requested executions onto live workers, applies\n"
-                 "their results and heartbeats, handles dead letters and timeouts.\n"
-                 "SIGTERM/SIGINT: finish the batches in hand and exit 0 (twice: exit at once).\n"
-                 "SIGQUIT: exit at once. Needs `warren migrate` to have run.\n");
+    fprintf(out,
+            "usage: %s\n\n"
+            "Runs the executor: schedules requested executions onto live workers, applies\n"
+            "their results and heartbeats, handles dead letters and timeouts.\n"
+            "SIGTERM/SIGINT: finish the batches in hand and exit 0 (twice: exit at once).\n"
+            "SIGQUIT: exit at once. Needs `warren migrate` to have run.\n",
+            executor_usage_line);
 }
 
 int cmd_executor(int argc, char **argv)
 {
-    const char *path = NULL;
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return EXIT_OK;
-    }
-    int opt;
-    optind = 1;
-    while ((opt = getopt(argc, argv, "c:")) != -1) {
-        if (opt != 'c') {
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-        path = optarg;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "warren executor: unexpected argument '%s'\n", argv[optind]);
-        return EXIT_USAGE;
-    }
+    const cli_spec_t spec = {"executor", executor_usage_line, NULL, 0, NULL};
+    const char *path;
+    int rc = cli_parsed_exit(cli_parse(&spec, argc, argv, &path, NULL), executor_usage);
+    if (rc >= 0)
+        return rc;
     warren_config_t cfg;
     if (cli_load_config(path, &cfg) != 0)
         return EXIT_USAGE;
     log_set_component("executor");
-    int rc = executor_run(&cfg);
+    rc = executor_run(&cfg);
     cfg_free(&cfg);
     return rc;
 }

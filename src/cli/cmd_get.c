@@ -42,7 +42,7 @@ static void get_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int get_parse(int argc, char **argv, get_opts_t *o)
 {
-    return cli_parse_id_opts("get", get_usage_line, argc, argv, &o->config, &o->json, &o->id);
+    return cli_parse_id("get", get_usage_line, argc, argv, &o->config, &o->json, &o->id);
 }
 
 /* With --json: the row, its history and its dead letters as one JSON document built by the
@@ -66,9 +66,10 @@ static const char get_text_sql[] =
     " extract(epoch FROM ended_at - coalesce(started_at, created_at)) AS took_s "
     "FROM executions e WHERE id = $1";
 
+/* note: 'late completion' (migration 006) */
 static const char get_events_sql[] =
-    "SELECT " TS("at") ", from_status, to_status, worker, attempt, error "
-    "FROM execution_events WHERE execution_id = $1 ORDER BY id";
+    "SELECT " TS("at") ", from_status, to_status, worker, attempt, to_jsonb(v) ->> 'note', error "
+    "FROM execution_events v WHERE execution_id = $1 ORDER BY id";
 
 static const char get_dead_letters_sql[] =
     "SELECT id, " TS("received_at") ", reason, queue, resolution, error "
@@ -142,7 +143,7 @@ static int get_print_related(PGconn *db, const char *id, const char *title, cons
 
 static int get_print_text(PGconn *db, const PGresult *row, const char *id)
 {
-    static const char *const events[] = {"AT", "FROM", "TO", "WORKER", "ATTEMPT", "ERROR"};
+    static const char *const events[] = {"AT", "FROM", "TO", "WORKER", "ATTEMPT", "NOTE", "ERROR"};
     static const char *const dead_letters[] = {"ID",    "RECEIVED",   "REASON",
                                                "QUEUE", "RESOLUTION", "ERROR"};
     get_print_row(row);

@@ -48,29 +48,18 @@ static void list_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int list_parse(int argc, char **argv, list_opts_t *o)
 {
-    static const struct option longopts[] = {
-        {"status", required_argument, NULL, 's'}, {"limit", required_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},         {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    const cli_option_t options[] = {
+        {"status", 's', .value = &o->status},
+        {"limit", 'n', .value = &o->limit},
+        {"json", 'j', .flag = &o->json},
     };
-    int ch;
+    const cli_spec_t spec = {"list", list_usage_line, options, CLI_COUNT(options), NULL};
     int64_t n;
-    optind = 1;
-    opterr = 0;
     o->limit = LIST_DEFAULT_LIMIT;
-    while ((ch = getopt_long(argc, argv, ":s:n:jc:h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 's': o->status = optarg; break;
-        case 'n': o->limit = optarg; break;
-        case 'j': o->json = true; break;
-        case 'c': o->config = optarg; break;
-        case 'h': return 1;
-        default: cli_bad_option("list", list_usage_line, ch, argv); return -1;
-        }
-    }
-    if (optind < argc)
-        cli_usage_error("list", list_usage_line, "unexpected argument '%s'", argv[optind]);
-    else if (o->status && !cli_status_known(o->status))
+    int rc = cli_parse(&spec, argc, argv, &o->config, NULL);
+    if (rc != 0)
+        return rc;
+    if (o->status && !cli_status_known(o->status))
         cli_usage_error("list", list_usage_line, "unknown status '%.*s'; statuses: %s",
                         utf8_prec(o->status, 40), o->status, cli_status_list());
     else if (cli_parse_int64(o->limit, 1, LIST_MAX_LIMIT, &n) != 0)

@@ -1,9 +1,11 @@
 /* `warren migrate`: apply the numbered schema migrations, or show which are applied. */
-#include <getopt.h>
 #include <stdio.h>
 #include "cli/cli.h"
+#include "cli/cli_db.h"
 #include "warren/db.h"
 #include "warren/log.h"
+
+static const char migrate_usage_line[] = "warren migrate [-c FILE] [--dir DIR] [--status]";
 
 typedef struct migrate_opts {
     const char *config;
@@ -14,7 +16,7 @@ typedef struct migrate_opts {
 static void migrate_usage(FILE *out)
 {
     fprintf(out,
-            "usage: warren migrate [-c FILE] [--dir DIR] [--status]\n"
+            "usage: %s\n"
             "\n"
             "Apply pending schema migrations (NNN_*.sql, in order, each in its own transaction)\n"
             "to database.url, recording each in warren_migrations.\n"
@@ -26,53 +28,26 @@ static void migrate_usage(FILE *out)
             "  -h, --help         show this help\n"
             "\n"
             "Exit codes: 0 ok, 1 a migration or the database failed, 2 usage or configuration.\n",
-            db_schema_dir());
+            migrate_usage_line, db_schema_dir());
 }
 
-static int migrate_usage_error(void)
-{
-    fprintf(stderr, "usage: warren migrate [-c FILE] [--dir DIR] [--status] (see --help)\n");
-    return -1;
-}
-
-/* Returns -1 on a usage error (already reported), 1 for --help, 0 to run. */
+/* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int migrate_parse(int argc, char **argv, migrate_opts_t *o)
 {
-    static const struct option longopts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"dir", required_argument, NULL, 'd'},
-        {"status", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    const cli_option_t options[] = {
+        {"dir", 'd', .value = &o->dir},
+        {"status", 's', .flag = &o->status},
     };
-    int c;
-    optind = 1;
-    opterr = 0; /* our own messages, prefixed "warren migrate" */
-    while ((c = getopt_long(argc, argv, ":c:d:sh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'c': o->config = optarg; break;
-        case 'd': o->dir = optarg; break;
-        case 's': o->status = true; break;
-        case 'h': return 1;
-        case ':':
-            fprintf(stderr, "warren migrate: option '%s' needs a value\n", argv[optind - 1]);
-            return migrate_usage_error();
-        default:
-            fprintf(stderr, "warren migrate: unknown option '%s'\n", argv[optind - 1]);
-            return migrate_usage_error();
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "warren migrate: unexpected argument '%s'\n", argv[optind]);
-        return migrate_usage_error();
-    }
-    return 0;
+    const cli_spec_t spec = {"migrate", migrate_usage_line, options, CLI_COUNT(options), NULL};
+    return cli_parse(&spec, argc, argv, &o->config, NULL);
 }
 
-static int migrate_run(PGconn *db, const migrate_opts_t *o)
+static int migrate_run(PGconn *db, const warren_config_t *cfg, const void *opts)
 {
+    const migrate_opts_t *o = opts;
     char err[ERRBUF_SIZE] = "";
     const char *dir = o->dir ? o->dir : db_schema_dir();
+    log_set_component("migrate");
     if (o->status) {
         int pending = db_migrate_status(db, dir, stdout, err, sizeof err);
         if (pending < 0) {
@@ -98,23 +73,5 @@ int cmd_migrate(int argc, char **argv)
 {
     migrate_opts_t o = {0};
     int parsed = migrate_parse(argc, argv, &o);
-    if (parsed != 0) {
-        if (parsed > 0)
-            migrate_usage(stdout);
-        return parsed > 0 ? EXIT_OK : EXIT_USAGE;
-    }
-    warren_config_t cfg = {0};
-    if (cli_load_config(o.config, &cfg) != 0)
-        return EXIT_USAGE;
-    log_set_component("migrate");
-    char err[ERRBUF_SIZE] = "";
-    PGconn *db = db_connect(cfg.database.url, cfg.database.connect_timeout_s, err, sizeof err);
-    cfg_free(&cfg);
-    if (!db) {
-        fprintf(stderr, "warren migrate: %s\n", err);
-        return EXIT_RUNTIME;
-    }
-    int rc = migrate_run(db, &o);
-    PQfinish(db);
-    return rc;
+    return cli_db_command("migrate", parsed, migrate_usage, o.config, migrate_run, &o);
 }

@@ -1,6 +1,6 @@
 /* `warren submit`: insert a requested execution and, with --wait, follow it to its outcome. */
-#include <getopt.h>
 #include <inttypes.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +32,10 @@ typedef struct submit_opts {
     const char *params_file; /* "-": standard input */
     char *params_read;       /* what --params-file read; freed by cmd_submit */
     const char *worker;
-    const char *timeout_s;  /* validated text, passed to SQL as is */
-    int64_t wait_timeout_s; /* 0: wait as long as it takes */
+    const char *timeout_s;    /* validated text, passed to SQL as is */
+    const char *wait_timeout; /* --wait-timeout as given */
+    int64_t wait_timeout_s;   /* 0: wait as long as it takes */
     bool wait;
-    bool wait_timeout_given;
     bool json;
 } submit_opts_t;
 
@@ -114,7 +114,11 @@ static int submit_check(submit_opts_t *o)
     if (o->timeout_s && cli_parse_int64(o->timeout_s, 1, INT32_MAX, &v) != 0)
         return cli_usage_error("submit", submit_usage_line,
                                "--timeout wants whole seconds, 1 or more, not '%s'", o->timeout_s);
-    if (o->wait_timeout_given && !o->wait)
+    if (o->wait_timeout && cli_parse_int64(o->wait_timeout, 1, INT32_MAX, &o->wait_timeout_s) != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--wait-timeout wants whole seconds, 1 or more, not '%s'",
+                               o->wait_timeout);
+    if (o->wait_timeout && !o->wait)
         return cli_usage_error("submit", submit_usage_line, "--wait-timeout needs --wait");
     return EXIT_OK;
 }
@@ -122,52 +126,17 @@ static int submit_check(submit_opts_t *o)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int submit_parse(int argc, char **argv, submit_opts_t *o)
 {
-    enum { OPT_WAIT = 256, OPT_WAIT_TIMEOUT };
-    static const struct option longopts[] = {
-        {"params", required_argument, NULL, 'p'},
-        {"params-file", required_argument, NULL, 'f'},
-        {"worker", required_argument, NULL, 'w'},
-        {"timeout", required_argument, NULL, 't'},
-        {"wait", no_argument, NULL, OPT_WAIT},
-        {"wait-timeout", required_argument, NULL, OPT_WAIT_TIMEOUT},
-        {"json", no_argument, NULL, 'j'},
-        {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    const cli_option_t options[] = {
+        {"params", 'p', .value = &o->params}, {"params-file", 'f', .value = &o->params_file},
+        {"worker", 'w', .value = &o->worker}, {"timeout", 't', .value = &o->timeout_s},
+        {"wait", 0, .flag = &o->wait},        {"wait-timeout", 0, .value = &o->wait_timeout},
+        {"json", 'j', .flag = &o->json},
     };
-    int ch;
-    optind = 1;
-    opterr = 0;
-    while ((ch = getopt_long(argc, argv, ":p:f:w:t:jc:h", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'p': o->params = optarg; break;
-        case 'f': o->params_file = optarg; break;
-        case 'w': o->worker = optarg; break;
-        case 't': o->timeout_s = optarg; break;
-        case 'j': o->json = true; break;
-        case 'c': o->config = optarg; break;
-        case 'h': return 1;
-        case OPT_WAIT: o->wait = true; break;
-        case OPT_WAIT_TIMEOUT:
-            o->wait_timeout_given = true;
-            if (cli_parse_int64(optarg, 1, INT32_MAX, &o->wait_timeout_s) != 0) {
-                cli_usage_error("submit", submit_usage_line,
-                                "--wait-timeout wants whole seconds, 1 or more, not '%s'", optarg);
-                return -1;
-            }
-            break;
-        default: cli_bad_option("submit", submit_usage_line, ch, argv); return -1;
-        }
-    }
-    if (optind == argc) {
-        cli_usage_error("submit", submit_usage_line, "ACTION_REF missing");
-        return -1;
-    }
-    if (optind < argc - 1) {
-        cli_usage_error("submit", submit_usage_line, "unexpected argument '%s'", argv[optind + 1]);
-        return -1;
-    }
-    o->action = argv[optind];
+    const cli_spec_t spec = {"submit", submit_usage_line, options, CLI_COUNT(options),
+                             "ACTION_REF"};
+    int rc = cli_parse(&spec, argc, argv, &o->config, &o->action);
+    if (rc != 0)
+        return rc;
     return submit_check(o) == EXIT_OK ? 0 : -1;
 }
 

@@ -1,5 +1,4 @@
-/* `warren topology declare|verify`: create the broker topology, or report how the live one drifts. */
-#include <getopt.h>
+/* `warren topology declare|verify`: create the broker topology, or report how it drifts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +6,9 @@
 #include "warren/log.h"
 #include "warren/ids.h"
 #include "warren/topology.h"
+
+static const char topology_usage_line[] =
+    "warren topology declare|verify [-c FILE] [--worker ID ...] [--mgmt-url URL]";
 
 static void topology_usage(FILE *out)
 {
@@ -34,8 +36,7 @@ static void topology_usage(FILE *out)
 typedef struct topology_args {
     const char *action;
     const char *config;
-    const char *mgmt_url;
-    bool mgmt_option; /* --mgmt-url given (only verify takes it) */
+    const char *mgmt_url; /* --mgmt-url, else $WARREN_MGMT_URL */
     const char **workers;
     size_t n_workers;
 } topology_args_t;
@@ -58,47 +59,37 @@ static bool refuse_password_in_argv(const char *url)
     return secret;
 }
 
-/* -1 to run, or the exit code when the arguments already decided (help, usage error). */
+/* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int parse_args(int argc, char **argv, topology_args_t *a)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"worker", required_argument, NULL, 'w'},
-                                         {"mgmt-url", required_argument, NULL, 'm'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int ch;
-    a->mgmt_url = getenv("WARREN_MGMT_URL");
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "c:w:m:h", opts, NULL)) != -1) {
-        if (ch == 'c') {
-            a->config = optarg;
-        } else if (ch == 'w') {
-            if (!ids_worker_valid(optarg)) {
-                fprintf(stderr, "warren topology: invalid worker id '%s': %s\n", optarg,
-                        IDS_WORKER_RULE);
-                return EXIT_USAGE;
-            }
-            a->workers[a->n_workers++] = optarg;
-        } else if (ch == 'm') {
-            if (refuse_password_in_argv(optarg))
-                return EXIT_USAGE;
-            a->mgmt_url = optarg;
-            a->mgmt_option = true;
-        } else {
-            topology_usage(ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? EXIT_OK : EXIT_USAGE;
-        }
-    }
-    a->action = optind == argc - 1 ? argv[optind] : "";
+    const char *mgmt_option = NULL;
+    const cli_option_t options[] = {
+        {"worker", 'w', .list = a->workers, .n = &a->n_workers},
+        {"mgmt-url", 'm', .value = &mgmt_option},
+    };
+    const cli_spec_t spec = {"topology", topology_usage_line, options, CLI_COUNT(options),
+                             "declare or verify"};
+    int rc = cli_parse(&spec, argc, argv, &a->config, &a->action);
+    if (rc != 0)
+        return rc;
     if (strcmp(a->action, "declare") != 0 && strcmp(a->action, "verify") != 0) {
-        topology_usage(stderr);
-        return EXIT_USAGE;
+        cli_usage_error("topology", topology_usage_line, "unknown action '%s'", a->action);
+        return -1;
     }
-    if (!strcmp(a->action, "declare") && a->mgmt_option) {
-        fprintf(stderr, "warren topology: --mgmt-url only applies to verify\n");
-        return EXIT_USAGE;
+    for (size_t i = 0; i < a->n_workers; i++)
+        if (!ids_worker_valid(a->workers[i])) {
+            cli_usage_error("topology", topology_usage_line, "invalid worker id '%s': %s",
+                            a->workers[i], IDS_WORKER_RULE);
+            return -1;
+        }
+    if (mgmt_option && refuse_password_in_argv(mgmt_option))
+        return -1;
+    if (mgmt_option && !strcmp(a->action, "declare")) {
+        cli_usage_error("topology", topology_usage_line, "--mgmt-url only applies to verify");
+        return -1;
     }
-    return -1;
+    a->mgmt_url = mgmt_option ? mgmt_option : getenv("WARREN_MGMT_URL");
+    return 0;
 }
 
 static int run_declare(mq_client_t *c, const warren_config_t *cfg, const topology_args_t *a)
@@ -142,7 +133,7 @@ int cmd_topology(int argc, char **argv)
     topology_args_t a = {.workers = calloc((size_t)argc, sizeof(char *))};
     if (!a.workers)
         return EXIT_RUNTIME;
-    int rc = parse_args(argc, argv, &a);
+    int rc = cli_parsed_exit(parse_args(argc, argv, &a), topology_usage);
     warren_config_t cfg;
     if (rc >= 0 || cli_load_config(a.config, &cfg) != 0) {
         free(a.workers);

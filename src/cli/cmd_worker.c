@@ -1,5 +1,4 @@
 /* `warren worker [-c FILE] [--name ID]`: run a worker (docs/worker.md). */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -8,10 +7,12 @@
 #include "warren/ids.h"
 #include "warren/worker.h"
 
+static const char worker_usage_line[] = "warren worker [-c FILE] [--name ID]";
+
 static void worker_usage(FILE *out)
 {
     fprintf(out,
-            "usage: warren worker [-c FILE] [--name ID]\n"
+            "usage: %s\n"
             "\n"
             "Consume dispatches from the queue worker.ID.executions, run their handlers and\n"
             "report running, completed and heartbeat messages to the executor over RabbitMQ.\n"
@@ -26,7 +27,7 @@ static void worker_usage(FILE *out)
             "\n"
             "Exit status: 0 stopped cleanly, 1 runtime failure or work abandoned, 2 usage or\n"
             "configuration error (including an invalid worker id).\n",
-            IDS_WORKER_RULE);
+            worker_usage_line, IDS_WORKER_RULE);
 }
 
 /* The worker id and where it came from, in the documented order. */
@@ -55,27 +56,12 @@ static const char *worker_id(const char *option, const warren_config_t *cfg, cha
 
 int cmd_worker(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"name", required_argument, NULL, 'n'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    const char *path = NULL, *name = NULL, *source = NULL;
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "c:n:h", opts, NULL)) != -1) {
-        if (ch == 'c') {
-            path = optarg;
-        } else if (ch == 'n') {
-            name = optarg;
-        } else {
-            worker_usage(ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? EXIT_OK : EXIT_USAGE;
-        }
-    }
-    if (optind != argc) {
-        worker_usage(stderr);
-        return EXIT_USAGE;
-    }
+    const char *path, *name = NULL, *source = NULL;
+    const cli_option_t options[] = {{"name", 'n', .value = &name}};
+    const cli_spec_t spec = {"worker", worker_usage_line, options, CLI_COUNT(options), NULL};
+    int rc = cli_parsed_exit(cli_parse(&spec, argc, argv, &path, NULL), worker_usage);
+    if (rc >= 0)
+        return rc;
     log_set_component("worker");
     warren_config_t cfg;
     if (cli_load_config(path, &cfg))
@@ -90,7 +76,7 @@ int cmd_worker(int argc, char **argv)
         cfg_free(&cfg);
         return EXIT_USAGE;
     }
-    int rc = worker_run(&cfg, id);
+    rc = worker_run(&cfg, id);
     cfg_free(&cfg);
     return rc;
 }

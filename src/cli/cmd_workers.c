@@ -22,7 +22,8 @@ static void workers_usage(FILE *out)
         "List the workers that announced themselves: id, status, live or stale, capacity,\n"
         "running executions, age of the last heartbeat and capabilities. A worker is live\n"
         "while its last heartbeat is younger than executor.heartbeat_stale_factor times its\n"
-        "heartbeat interval (the rule the executor applies).\n"
+        "heartbeat interval, counted from when the executor could last hear heartbeats\n"
+        "again after it could not (the rule the executor applies).\n"
         "\n"
         "  -j, --json         print a JSON array of the rows, with \"live\", \"state\" (live,\n"
         "                     stale, offline, stopping), \"heartbeat_age_s\" and \"in_flight\"\n"
@@ -39,21 +40,18 @@ static void workers_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int workers_parse(int argc, char **argv, workers_opts_t *o)
 {
-    int rc = cli_parse_read_opts("workers", workers_usage_line, argc, argv, &o->config, &o->json);
-    if (rc != 0 || optind == argc)
-        return rc;
-    cli_usage_error("workers", workers_usage_line, "unexpected argument '%s'", argv[optind]);
-    return -1;
+    const cli_option_t options[] = {{"json", 'j', .flag = &o->json}};
+    const cli_spec_t spec = {"workers", workers_usage_line, options, CLI_COUNT(options), NULL};
+    return cli_parse(&spec, argc, argv, &o->config, NULL);
 }
 
-/* Liveness is computed by the database clock, the one last_heartbeat was written with;
- * $1 is executor.heartbeat_stale_factor. A heartbeat committed after this statement's now()
- * would give a negative age: it is 0. Live means what the scheduler means: online and fresh
- * (a worker that said "stopping" or "offline" gets no new work however fresh its heartbeat). */
+/* Liveness is the scheduler's own rule (schema 007's warren_worker_live, by the database
+ * clock); $1 is executor.heartbeat_stale_factor. A heartbeat committed after this statement's
+ * now() would give a negative age: it is 0. Live means online and fresh (a worker that said
+ * "stopping" or "offline" gets no new work however fresh its heartbeat). */
 #define WORKERS_ROWS                                                                               \
     "SELECT w.*, greatest(extract(epoch FROM now() - last_heartbeat), 0) AS heartbeat_age_s,"      \
-    " status = 'online' AND now() - last_heartbeat < $1::integer * heartbeat_interval_s"           \
-    "   * interval '1 second' AS live "                                                            \
+    " warren_worker_live(w, $1::integer) AS live "                                                 \
     "FROM workers w"
 
 static const char workers_text_sql[] =

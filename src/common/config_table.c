@@ -28,6 +28,9 @@ const cfg_key_t cfg_table[] = {
                "PostgreSQL connection URL (executor and migrate only; workers never need it)"),
     INT("database.connect_timeout_s", database.connect_timeout_s, "5", 1, 300,
         "Seconds to wait for a database connection"),
+    INT("database.statement_timeout_ms", database.statement_timeout_ms, "5000", 100, 600000,
+        "The executor's bound on one statement: the server's statement_timeout, and the "
+        "client gives a server that does not answer up a little later and reconnects"),
 
     SECRET_STR(MQ "url", rabbitmq.url, "amqp://guest:guest@127.0.0.1:5672/%2f",
                "AMQP URL of the RabbitMQ node"),
@@ -50,7 +53,11 @@ const cfg_key_t cfg_table[] = {
     STR(MQ "dead_letter.queue", rabbitmq.dead_letter.queue, "attune.dlx.queue",
         "Queue bound to the dead-letter exchange, consumed by the executor's dead-letter handler"),
     INT(MQ "dead_letter.ttl_ms", rabbitmq.dead_letter.ttl_ms, "86400000", 1000, 30 * DAY_MS,
-        "Retention of unconsumed dead letters in the dead-letter queue"),
+        "Retention of unconsumed dead letters in the dead-letter queue; older ones move to the "
+        "parking queue"),
+    STR(MQ "dead_letter.parking_queue", rabbitmq.dead_letter.parking_queue, "attune.dlx.parking",
+        "Queue without a TTL that the dead-letter queue dead-letters into (through the default "
+        "exchange) when a dead letter outlives ttl_ms; the executor drains it too"),
     STR(MQ "exchanges.executions", rabbitmq.exchanges.executions, "attune.executions",
         "Topic exchange for dispatches, status changes, completions and heartbeats"),
     STR(MQ "queues.results", rabbitmq.queues.results, "attune.execution.results",
@@ -76,8 +83,19 @@ const cfg_key_t cfg_table[] = {
     INT("executor.scheduled_timeout_s", executor.scheduled_timeout_s, "600", 1, 30 * 86400,
         "Scheduled but never started for this long: failed by the timeout monitor "
         "(keep above the worker queue TTL so the dead-letter path reports first)"),
+    INT("executor.unconfirmed_timeout_ms", executor.unconfirmed_timeout_ms, "20000", 1000, 86400000,
+        "Scheduled, but the broker never confirmed the dispatch for this long (the executor "
+        "died after COMMIT, the publish got no answer): returned to requested and dispatched "
+        "again; keep it several times publish_timeout_ms"),
     INT("executor.heartbeat_stale_factor", executor.heartbeat_stale_factor, "3", 2, 100,
         "A worker is live while its last heartbeat is younger than factor x its interval"),
+    INT("executor.running_timeout_default_s", executor.running_timeout_default_s, "3600", 1,
+        30 * 86400,
+        "A running execution's timeout when neither its worker's running report nor the "
+        "submission names one (older workers), for the backstop below"),
+    INT("executor.running_grace_s", executor.running_grace_s, "120", 1, 86400,
+        "Running longer than its timeout plus this with no result: abandoned by the monitor "
+        "(a late completion of the attempt is still accepted)"),
     INT("executor.monitor_interval_s", executor.monitor_interval_s, "5", 0, 3600,
         "Period of the timeout monitor; 0 disables it"),
     INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,

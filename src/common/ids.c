@@ -1,4 +1,6 @@
 /* Worker ids, action refs and execution ids as text: the rules (see warren/ids.h). */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "warren/ids.h"
@@ -35,4 +37,14 @@ int ids_execution_id_parse(const char *s, size_t len, int64_t *out)
         return -1;
     *out = strtoll(s, NULL, 10);
     return 0;
+}
+
+void ids_execution_id_text(int64_t id, char *buf, size_t len)
+{
+    snprintf(buf, len, "%" PRId64, id);
+}
+
+bool ids_incarnation_valid(const char *s)
+{
+    return s && strlen(s) == INCARNATION_LEN && strspn(s, "0123456789abcdef") == INCARNATION_LEN;
 }

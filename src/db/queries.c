@@ -21,16 +21,16 @@ const char q_execution_list[] =
     " AND ($3::text IS NULL OR worker = $3) AND ($4::timestamptz IS NULL OR created_at >= $4)"
     " AND ($5::bigint IS NULL OR id < $5) ORDER BY id DESC LIMIT $6::integer) e";
 
-/* Liveness by the database clock, the one last_heartbeat was written with: live means what
- * the scheduler means (online and fresh). A heartbeat committed after now() is age 0. */
+/* Liveness is the scheduler's own rule (schema 007's warren_worker_live and warren_worker_fresh,
+ * by the database clock): live means online and fresh. A heartbeat committed after now() is
+ * age 0. */
 const char q_workers[] =
     "SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.id), '[]')::text AS doc FROM ("
     " SELECT w.*, greatest(extract(epoch FROM now() - w.last_heartbeat), 0) AS heartbeat_age_s,"
-    " w.status = 'online' AND now() - w.last_heartbeat < $1::integer * w.heartbeat_interval_s"
-    "   * interval '1 second' AS live,"
+    " warren_worker_live(w, $1::integer) AS live,"
     " CASE WHEN w.status = 'offline' THEN 'offline'"
-    "   WHEN now() - w.last_heartbeat < $1::integer * w.heartbeat_interval_s"
-    "     * interval '1 second' THEN CASE WHEN w.status = 'online' THEN 'live' ELSE w.status END"
+    "   WHEN warren_worker_fresh(w, $1::integer)"
+    "     THEN CASE WHEN w.status = 'online' THEN 'live' ELSE w.status END"
     "   ELSE 'stale' END AS state,"
     " (SELECT count(*) FROM executions x WHERE x.worker = w.id AND x.status IN ("
     EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", " EXEC_SQL(CANCELING)

@@ -181,8 +181,8 @@ static void on_readyz(http_req_t *r, void *arg)
     bool db_ok = !x->draining && dbc_transaction(&x->db, "readiness", ping_fn, NULL) == DBC_OK;
     http_ready_check(&h, "database", db_ok ? "ok" : "unreachable", db_ok,
                      x->draining ? "shutting down" : "database unreachable");
-    consumer_t *consumers[] = {&x->results, &x->heartbeats, &x->dlq};
-    size_t nc = x->cfg->rabbitmq.dead_letter.enabled ? 3 : 2;
+    consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
+    size_t nc = executor_consumers(x, consumers);
     for (size_t i = 0; i < nc; i++) {
         char name[64], why[300];
         snprintf(name, sizeof name, "consumer_%s", consumers[i]->name);
@@ -223,8 +223,8 @@ static void collect_parts(metrics_out_t *o, void *arg)
         {"warren_breaker_rejections_total", "counter", "Calls a breaker refused while open"},
         {"warren_breaker_opened_total", "counter", "Times a breaker opened"},
     };
-    consumer_t *consumers[] = {&x->results, &x->heartbeats, &x->dlq};
-    size_t nc = x->cfg->rabbitmq.dead_letter.enabled ? 3 : 2;
+    consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
+    size_t nc = executor_consumers(x, consumers);
     for (int what = 0; what < 3; what++) {
         metrics_family(o, helps[what][0], helps[what][1], helps[what][2]);
         collect_breaker(o, "publish", mq_breaker(x->pub), what);

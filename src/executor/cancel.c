@@ -15,20 +15,26 @@
 #include "warren/envelope.h"
 #include "warren/log.h"
 #include "warren/queries.h"
+#include "warren/topology.h"
 
 #define CANCEL_RESEND_BATCH 100
 
-/* Publish the control message; MQ_OK or the mq_status_t of the failure. */
+/* Publish the control message (the contract the worker reads: cancel_from_payload, its control
+ * queue bound to topo_cancel_key); MQ_OK or the mq_status_t of the failure. */
 static int publish_cancel(executor_t *x, const char *id, int64_t execution_id, int attempt,
                           const char *worker, const char *by)
 {
-    char key[300], message_id[40];
-    snprintf(key, sizeof key, "execution.cancel.worker.%s", worker);
-    json_object *payload = json_object_new_object();
-    json_object_object_add(payload, "execution_id", json_object_new_int64(execution_id));
-    json_object_object_add(payload, "attempt", json_object_new_int(attempt));
-    json_object_object_add(payload, "worker_id", json_object_new_string(worker));
-    json_object_object_add(payload, "requested_by", json_object_new_string(by));
+    char key[128], message_id[40]; /* a worker id is at most 64 characters */
+    cancel_request_t c = {.execution_id = execution_id, .attempt = attempt};
+    snprintf(c.worker_id, sizeof c.worker_id, "%s", worker);
+    snprintf(c.requested_by, sizeof c.requested_by, "%s", by);
+    if (topo_cancel_key(worker, key, sizeof key) != 0) {
+        log_kv(LOG_WARN, "cancel not sent: not a valid worker id", "execution_id", id, "worker",
+               worker, NULL);
+        x->stats.cancel_messages_failed++;
+        return MQ_ERR_CONNECTION;
+    }
+    json_object *payload = cancel_to_payload(&c);
     envelope_new_id(message_id, sizeof message_id);
     size_t len = 0;
     char *body = envelope_encode(MSG_EXECUTION_CANCEL_REQUESTED, message_id, id, "executor",
@@ -115,8 +121,7 @@ static const char pending_sql[] =
     " JOIN workers w ON w.id = e.worker"
     " WHERE e.status = " EXEC_SQL(CANCELING)
     " AND e.cancel_requested_at < now() - make_interval(secs => $2::int)"
-    " AND w.status <> 'offline'"
-    " AND w.last_heartbeat > now() - make_interval(secs => $1::int * w.heartbeat_interval_s)"
+    " AND w.status <> 'offline' AND warren_worker_fresh(w, $1::int)"
     " ORDER BY e.id LIMIT 100";
 /* clang-format on */
 

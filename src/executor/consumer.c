@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/consumer.h"
+#include "executor/fault.h"
 #include "warren/log.h"
 
 #define RETRY_CAP_MS 30000
@@ -23,7 +24,11 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     c->fallback = o->fallback;
     c->db = o->db;
     c->stats = o->stats;
+    c->declare = o->declare;
+    c->declare_arg = o->declare_arg;
     c->fd = -1;
+    c->gaps = 1; /* not heard before the first subscription */
+    c->fault_oom_pending = fault_armed("hold_oom_once"); /* tests only */
     backoff_init(&c->retry_backoff, o->retry_delay_ms > 0 ? o->retry_delay_ms : 1000, RETRY_CAP_MS);
     c->queue = strdup(o->queue);
     c->mq = mq_new(o->mq);
@@ -64,6 +69,11 @@ size_t consumer_unacked(const consumer_t *c)
     return c->n;
 }
 
+bool consumer_hearing(const consumer_t *c)
+{
+    return c->subscribed && !c->retry_pending;
+}
+
 /*
  * Keep the read event in step with the client: a reconnect brings a new socket (perhaps with
  * the old number), so the event is dropped whenever the connection or subscription is gone
@@ -90,6 +100,7 @@ static void sync_watch(consumer_t *c)
 static void lost(consumer_t *c, int status)
 {
     c->subscribed = false;
+    c->gaps++;
     log_kv(LOG_WARN, "consumer lost; resubscribing", "queue", c->queue, "status",
            mq_status_name(status), "error", mq_last_error(c->mq), NULL);
     if (status != MQ_ERR_CANCELLED)
@@ -127,10 +138,16 @@ static void read_available(consumer_t *c)
     for (;;) {
         mq_delivery_t *d = NULL;
         int r = mq_consume_next(c->mq, 0, &d);
-        if (r == 1 && push(c, d))
+        bool oom = r == 1 && c->fault_oom_pending;
+        c->fault_oom_pending &= r != 1;
+        if (r == 1 && !oom && push(c, d))
             continue;
-        if (r == 1) { /* out of memory: leave it to the broker, it is redelivered */
-            log_kv(LOG_ERROR, "out of memory holding a delivery", "queue", c->queue, NULL);
+        if (r == 1) {
+            /* Out of memory: give it back to the broker now. Merely dropping it would let the
+             * next batch's ack multiple ack it too, unstored. */
+            int nacked = mq_nack(c->mq, d->delivery_tag, true);
+            log_kv(LOG_ERROR, "out of memory holding a delivery; returned to the queue", "queue",
+                   c->queue, "nack", mq_status_name(nacked), NULL);
             mq_free_delivery(c->mq, d);
             continue;
         }
@@ -162,6 +179,8 @@ static void schedule_retry(consumer_t *c)
     log_kv(LOG_WARN, "batch kept unacked; retrying later", "queue", c->queue, "retry_in_ms", ms,
            "unacked", held, NULL);
     c->stats->batches_retried++;
+    if (!c->retry_pending)
+        c->gaps++;
     c->retry_pending = true;
     (void)evloop_arm(&c->retry_ev, delay);
     sync_watch(c);
@@ -191,9 +210,10 @@ static int run_work(PGconn *db, void *arg, char *err, size_t errlen)
 
 /* The first n deliveries of the batch through h: parse, one transaction, then after COMMIT
  * the counts and the log lines; the items are freed in any case. */
-static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size_t n)
+static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size_t n,
+                                const char *refused)
 {
-    handler_run_t r = {.h = h, .b = {.n = n, .queue = c->queue}};
+    handler_run_t r = {.h = h, .b = {.n = n, .queue = c->queue, .refused = refused}};
     char *items = calloc(n, h->item_size);
     if (!items)
         return DBC_UNAVAILABLE; /* kept unacked: retried later */
@@ -212,19 +232,30 @@ static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size
     return res;
 }
 
-/* One message at a time after the database refused a batch; the fallback stores a message its
+/* One message through the handler, then through the handlers for what it refused, the last
+ * resort last. */
+static dbc_result_t handle_one(consumer_t *c, const mq_delivery_t *d)
+{
+    const consumer_handler_t *h = c->handler;
+    dbc_result_t r = run_handler(c, h, 1, NULL);
+    while (r == DBC_FAILED && h != c->fallback) {
+        char refused[ERRBUF_SIZE];
+        snprintf(refused, sizeof refused, "%s", c->db->last_error);
+        h = h->on_refused ? h->on_refused : c->fallback;
+        log_kv(LOG_ERROR, "message refused by the database", "queue", c->queue, "message_id",
+               d->message_id ? d->message_id : "", "error", refused, "next", h->what, NULL);
+        r = run_handler(c, h, 1, refused);
+    }
+    return r;
+}
+
+/* One message at a time after the database refused a batch; the fallbacks store a message its
  * handler still cannot. Returns false when the database went away (retry later). */
 static bool handle_isolated(consumer_t *c)
 {
     while (c->n > 0) {
         mq_delivery_t *d = c->batch[0];
-        dbc_result_t r = run_handler(c, c->handler, 1);
-        if (r == DBC_FAILED) {
-            log_kv(LOG_ERROR, "message refused by the database; storing it raw", "queue", c->queue,
-                   "message_id", d->message_id ? d->message_id : "", NULL);
-            r = run_handler(c, c->fallback, 1);
-        }
-        if (r != DBC_OK)
+        if (handle_one(c, d) != DBC_OK)
             return false;
         ack(c, d->delivery_tag, false);
         drop_front(c, 1);
@@ -250,7 +281,7 @@ static void handle_batch(consumer_t *c)
         char size[24];
         snprintf(size, sizeof size, "%zu", k);
         log_kv(LOG_DEBUG, "batch", "queue", c->queue, "size", size, NULL);
-        dbc_result_t r = run_handler(c, c->handler, k);
+        dbc_result_t r = run_handler(c, c->handler, k, NULL);
         if (r == DBC_UNAVAILABLE) {
             schedule_retry(c);
             return;
@@ -294,10 +325,27 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     consume_available(c);
 }
 
+void consumer_retry_now(consumer_t *c)
+{
+    if (!c->retry_pending)
+        return;
+    evtimer_del(&c->retry_ev);
+    backoff_reset(&c->retry_backoff);
+    c->retry_pending = false;
+    consume_available(c);
+}
+
 static void resubscribe(consumer_t *c)
 {
     char err[ERRBUF_SIZE];
-    if (consumer_start(c, err, sizeof err) == 0) {
+    /* Reconnecting first, on the client's backoff and past an open breaker, finds the broker
+     * back within seconds; the subscription is then the breaker's probe. */
+    int rc = mq_try_connect(c->mq);
+    if (rc != MQ_OK)
+        snprintf(err, sizeof err, "%s", mq_last_error(c->mq));
+    else if (c->declare && c->declare(c->mq, c->declare_arg, err, sizeof err) != 0)
+        rc = -1; /* a deleted queue is declared again; a refusal (406) is logged, retried */
+    else if (consumer_start(c, err, sizeof err) == 0) {
         log_kv(LOG_INFO, "consumer resubscribed", "queue", c->queue, NULL);
         return;
     }

@@ -3,7 +3,9 @@
  * socket as a read event, deliveries drained into a batch, the batch parsed and committed in
  * one transaction through the queue's handler, then acked in one go. A database outage keeps
  * the batch unacked and retries it after a delay; a batch the database refuses is retried one
- * message at a time, and a single message it still refuses is stored raw by the fallback.
+ * message at a time, and a single message it still refuses goes to the handler's on_refused
+ * (the results queue fails the execution it names), and in the end is stored raw by the
+ * fallback.
  * Nothing is acked before it is committed, and nothing is acked without being stored.
  */
 #ifndef WARREN_EXECUTOR_CONSUMER_H
@@ -21,6 +23,7 @@ typedef struct consumer_batch {
     void *items; /* n items of the handler's item_size bytes */
     size_t n;
     const char *queue;       /* the queue the deliveries came from */
+    const char *refused;     /* for a fallback: why the database refused the message before */
     executor_stats_t counts; /* what the transaction did; zero when work starts, merged
                                    * into the executor's counters only after COMMIT */
 } consumer_batch_t;
@@ -42,6 +45,9 @@ typedef struct consumer_handler {
     void (*log_item)(const void *item, const char *queue);
     /* Release what parse and work attached to item (not item itself); NULL: nothing. */
     void (*free_item)(void *item);
+    /* For one message whose transaction the database refused: the handler to try next; NULL:
+     * the consumer's last resort (consumer_opts_t.fallback). */
+    const struct consumer_handler *on_refused;
 } consumer_handler_t;
 
 typedef struct consumer {
@@ -62,6 +68,10 @@ typedef struct consumer {
     dbconn_t *db;            /* borrowed */
     executor_stats_t *stats; /* borrowed */
     int64_t next_subscribe_log_ms;
+    int (*declare)(mq_client_t *mq, const void *arg, char *err, size_t errlen);
+    const void *declare_arg;
+    uint64_t gaps; /* times it stopped hearing: subscription lost, batch kept for a retry */
+    bool fault_oom_pending; /* WARREN_FAULT=hold_oom_once: the first delivery is not held */
 } consumer_t;
 
 typedef struct consumer_opts {
@@ -75,6 +85,11 @@ typedef struct consumer_opts {
     const consumer_handler_t *fallback;
     dbconn_t *db;
     executor_stats_t *stats;
+    /* Declares what the consumer needs (its queue, with its exchange and bindings) before every
+     * resubscribe, as a worker does: a deleted queue comes back instead of a 404 forever. NULL:
+     * nothing. 0, or -1 with err. */
+    int (*declare)(mq_client_t *mq, const void *arg, char *err, size_t errlen);
+    const void *declare_arg;
 } consumer_opts_t;
 
 /* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker
@@ -85,8 +100,13 @@ void consumer_free(consumer_t *c);
 int consumer_start(consumer_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* From the pump timer: heartbeats, deliveries the library buffered, resubscribing when lost. */
 void consumer_pump(consumer_t *c);
+/* A batch kept after a database error is retried now rather than after its backoff (the
+ * database came back). */
+void consumer_retry_now(consumer_t *c);
 /* Shutdown: handle what is already read or buffered (no waiting), then stop watching. */
 void consumer_finish(consumer_t *c);
+/* Subscribed and not waiting to retry a batch: what arrives now is handled now. */
+bool consumer_hearing(const consumer_t *c);
 /* Deliveries read but not yet acked (kept for a retry, or in the batch being handled). */
 size_t consumer_unacked(const consumer_t *c);
 

@@ -7,7 +7,9 @@
 #include "warren/log.h"
 
 #define RECONNECT_BASE_MS 200
-#define RECONNECT_CAP_MS 10000
+#define RECONNECT_CAP_MS 5000
+/* How much longer than statement_timeout the client waits before it gives the server up. */
+#define CLIENT_GRACE_MAX_MS 1000
 
 int dbc_init(dbconn_t *d, const char *url, int connect_timeout_s)
 {
@@ -40,6 +42,30 @@ static int simple(PGconn *db, const char *sql, char *err, size_t errlen)
     return db_exec(db, sql, 0, NULL, NULL, err, errlen);
 }
 
+void dbc_set_statement_timeout(dbconn_t *d, int timeout_ms)
+{
+    d->statement_timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+}
+
+/*
+ * Every statement of the executor runs in its only event loop, so none may wait long: the
+ * server cancels one that runs past statement_timeout (an error the caller retries), and the
+ * client gives up on a server that does not answer at all a little later (SIGSTOPped, a
+ * failover, a partition: the kernel may keep such a connection for many minutes).
+ */
+static void bound(dbconn_t *d)
+{
+    if (d->statement_timeout_ms <= 0)
+        return;
+    char sql[64], err[ERRBUF_SIZE];
+    snprintf(sql, sizeof sql, "SET statement_timeout = %d", d->statement_timeout_ms);
+    if (simple(d->conn, sql, err, sizeof err) != 0)
+        log_kv(LOG_WARN, "could not set statement_timeout", "error", err, NULL);
+    int grace = d->statement_timeout_ms / 2 < CLIENT_GRACE_MAX_MS ? d->statement_timeout_ms / 2
+                                                                  : CLIENT_GRACE_MAX_MS;
+    db_set_timeout(d->conn, d->statement_timeout_ms + grace);
+}
+
 PGconn *dbc_get(dbconn_t *d)
 {
     if (d->conn)
@@ -64,12 +90,42 @@ PGconn *dbc_get(dbconn_t *d)
     if (simple(d->conn, "SET jit = off", err, sizeof err) != 0 ||
         simple(d->conn, "SET enable_sort = off", err, sizeof err) != 0)
         log_kv(LOG_WARN, "could not tune the executor's session", "error", err, NULL);
+    bound(d);
     backoff_reset(&d->backoff);
     if (d->down_logged || d->reconnects > 0)
         log_kv(LOG_INFO, "database connection restored", NULL);
     d->down_logged = false;
     d->reconnects++;
     return d->conn;
+}
+
+/* A failed unit of work: roll back, classify, log, drop a lost connection. */
+static dbc_result_t failed(dbconn_t *d, PGconn *db, bool in_transaction, const char *what,
+                           const char *err)
+{
+    d->errors++;
+    snprintf(d->last_error, sizeof d->last_error, "%s", err);
+    bool lost = db_connection_lost(db);
+    char sqlstate[6];
+    snprintf(sqlstate, sizeof sqlstate, "%s", db_last_sqlstate(db));
+    if (!lost && in_transaction) {
+        char ignored[ERRBUF_SIZE];
+        (void)simple(db, "ROLLBACK", ignored, sizeof ignored);
+        lost = db_connection_lost(db);
+    }
+    /* Serialization failures, deadlocks, lock and statement timeouts say nothing about the
+     * input: the same work is tried again later, like after a lost connection. */
+    bool transient = !lost && db_sqlstate_transient(sqlstate);
+    log_kv(lost || transient ? LOG_WARN : LOG_ERROR,
+           lost        ? "database connection lost"
+           : transient ? "database error (transient; retrying later)"
+                       : "database error",
+           "during", what, "error", err, NULL);
+    if (lost) {
+        drop(d);
+        d->down_logged = true;
+    }
+    return lost || transient ? DBC_UNAVAILABLE : DBC_FAILED;
 }
 
 dbc_result_t dbc_transaction(dbconn_t *d, const char *what, dbc_work_fn work, void *arg)
@@ -81,19 +137,16 @@ dbc_result_t dbc_transaction(dbconn_t *d, const char *what, dbc_work_fn work, vo
     if (simple(db, "BEGIN", err, sizeof err) == 0 && work(db, arg, err, sizeof err) == 0 &&
         simple(db, "COMMIT", err, sizeof err) == 0)
         return DBC_OK;
-    d->errors++;
-    bool lost = db_connection_lost(db);
-    if (!lost) {
-        char ignored[ERRBUF_SIZE];
-        (void)simple(db, "ROLLBACK", ignored, sizeof ignored);
-        lost = db_connection_lost(db);
-    }
-    log_kv(lost ? LOG_WARN : LOG_ERROR, lost ? "database connection lost" : "database error",
-           "during", what, "error", err, NULL);
-    if (lost) {
-        drop(d);
-        d->down_logged = true;
+    return failed(d, db, true, what, err);
+}
+
+dbc_result_t dbc_statement(dbconn_t *d, const char *what, dbc_work_fn work, void *arg)
+{
+    PGconn *db = dbc_get(d);
+    if (!db)
         return DBC_UNAVAILABLE;
-    }
-    return DBC_FAILED;
+    char err[ERRBUF_SIZE] = "";
+    if (work(db, arg, err, sizeof err) == 0)
+        return DBC_OK;
+    return failed(d, db, false, what, err);
 }

@@ -20,11 +20,15 @@
 #include "warren/timestamp.h"
 
 #define TTL_EXPIRED_ERROR "Worker queue TTL expired"
+#define START_DEADLINE_ERROR "Start deadline passed before a worker could start it"
 
 /* One dead letter on its way to a row. */
 typedef struct dlq_item {
-    inmsg_t in; /* reason: the dead_letters reason, whatever the outcome */
-    xdeath_t xd;
+    inmsg_t in;       /* reason: the dead_letters reason, whatever the outcome */
+    xdeath_t xd;      /* the dead-lettering that brought it to the dead-letter queue */
+    bool parked;      /* it outlived the dead-letter queue's retention: from the parking queue */
+    xdeath_t parking; /* then: its expiry from the dead-letter queue */
+    char note[ERRBUF_SIZE]; /* the record's error when parked */
     json_object *headers;
     dispatch_t disp;
     bool needs_row; /* a well-formed dispatch: look its execution up */
@@ -69,17 +73,31 @@ static const char *broker_reason(const dlq_item_t *it)
     return "dead_lettered";
 }
 
+/* A worker rejects a held dispatch whose start deadline passed instead of starting it. */
+static bool deadline_passed(const dlq_item_t *it)
+{
+    return !strcmp(broker_reason(it), "rejected") && it->disp.start_deadline_us > 0 &&
+           it->disp.start_deadline_us < now_wall_ms() * 1000;
+}
+
 /* The failed execution's result: what happened, where, and the broker's own record. */
 static char *failure_result(const dlq_item_t *it, const char *error)
 {
     char when[TS_TEXT_MAX], message[600];
     ts_format(it->xd.time_s ? it->xd.time_s * 1000000 : now_wall_ms() * 1000, when, sizeof when);
     const char *queue = it->xd.queue[0] ? it->xd.queue : "its worker queue";
+    char deadline[TS_TEXT_MAX];
+    ts_format(it->disp.start_deadline_us, deadline, sizeof deadline);
     if (!strcmp(broker_reason(it), "expired"))
         snprintf(message, sizeof message,
                  "The dispatch to worker %s waited in %s longer than the queue's TTL without being "
                  "consumed (is the worker running?); the broker dead-lettered it.",
                  it->disp.worker_id, queue);
+    else if (deadline_passed(it))
+        snprintf(message, sizeof message,
+                 "Worker %s held the dispatch past its start deadline (%s) without starting it "
+                 "and rejected it from %s.",
+                 it->disp.worker_id, deadline, queue);
     else
         snprintf(message, sizeof message,
                  "The broker dead-lettered the dispatch to worker %s "
@@ -101,6 +119,8 @@ static char *failure_result(const dlq_item_t *it, const char *error)
 
 static const char *failure_error(const dlq_item_t *it)
 {
+    if (deadline_passed(it))
+        return START_DEADLINE_ERROR;
     return !strcmp(broker_reason(it), "expired") ? TTL_EXPIRED_ERROR
                                                  : "Dispatch dead-lettered by the broker";
 }
@@ -229,11 +249,17 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, executor_sta
     return rc;
 }
 
-static void build_record(dl_record_t *rec, const dlq_item_t *it, const char *queue)
+static void build_record(dl_record_t *rec, dlq_item_t *it, const char *queue)
 {
     dlrec_from_delivery(rec, it->in.d, &it->xd, it->headers, queue);
     rec->reason = it->in.reason;
     rec->error = it->in.error[0] ? it->in.error : NULL;
+    if (it->parked) {
+        snprintf(it->note, sizeof it->note,
+                 "it outlived the retention of %.200s and was recorded from %.200s%s%.200s",
+                 it->parking.queue, queue, rec->error ? "; " : "", rec->error ? rec->error : "");
+        rec->error = it->note;
+    }
     rec->snapshot = it->snapshot;
     dlrec_from_envelope(rec, it->in.env_ok ? &it->in.env : NULL);
     if (it->needs_row) {
@@ -258,6 +284,12 @@ static int dlq_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
         rc = fail_executions(db, items, b->n, &b->counts, err, errlen);
         if (rc == 0)
             rc = dlstore_insert(db, recs, b->n, &b->counts, err, errlen);
+        /* How long dead letters wait before they are recorded (the stats line shows it). */
+        for (size_t i = 0; rc == 0 && i < b->n; i++) {
+            int64_t age = dlq_age_s(items[i].in.d, now_wall_ms() / 1000);
+            if ((uint64_t)age > b->counts.dead_letter_age_s)
+                b->counts.dead_letter_age_s = (uint64_t)age;
+        }
     } else {
         snprintf(err, errlen, "out of memory");
     }
@@ -276,6 +308,34 @@ static void dlq_parse(void *item, const mq_delivery_t *d, const char *queue)
     classify(it, d);
 }
 
+/* From the parking queue: the most recent x-death entry is its expiry from the dead-letter
+ * queue, and the one before it the dead-lettering that brought it there, which decides (and
+ * names its record, so a copy recorded from the dead-letter queue is the same row). */
+static void parked_parse(void *item, const mq_delivery_t *d, const char *queue)
+{
+    dlq_item_t *it = item;
+    xdeath_t origin;
+    hdr_death_at(&d->headers, 0, &it->parking);
+    hdr_death_at(&d->headers, 1, &origin);
+    if (!it->parking.present || strcmp(it->parking.reason, "expired") != 0 || !origin.present) {
+        dlq_parse(item, d, queue); /* it came some other way: an ordinary dead letter */
+        return;
+    }
+    it->parked = true;
+    it->xd = origin;
+    it->headers = hdr_to_json(&d->headers);
+    classify(it, d);
+}
+
+int64_t dlq_age_s(const mq_delivery_t *d, int64_t now_s)
+{
+    xdeath_t first, parked;
+    hdr_death_at(&d->headers, 0, &first);
+    hdr_death_at(&d->headers, 1, &parked);
+    int64_t since = parked.present && parked.time_s > 0 ? parked.time_s : first.time_s;
+    return since > 0 && now_s > since ? now_s - since : 0;
+}
+
 static void log_item(const void *item, const char *queue)
 {
     (void)queue;
@@ -283,6 +343,14 @@ static void log_item(const void *item, const char *queue)
     char id[24] = "";
     if (it->needs_row)
         snprintf(id, sizeof id, "%" PRId64, it->disp.execution_id);
+    if (it->parked) {
+        char age[24];
+        snprintf(age, sizeof age, "%" PRId64, dlq_age_s(it->in.d, now_wall_ms() / 1000));
+        log_kv(LOG_WARN,
+               "a dead letter outlived the dead-letter queue's retention; recorded from the "
+               "parking queue",
+               "execution_id", id, "queue", queue, "from", it->parking.queue, "age_s", age, NULL);
+    }
     if (it->fail_execution)
         log_kv(LOG_INFO, "execution failed: its dispatch was dead-lettered", "execution_id", id,
                "worker", it->disp.worker_id, "queue", it->xd.queue, "reason", it->in.reason, NULL);
@@ -307,14 +375,17 @@ const consumer_handler_t dlq_handler = {.what = "storing dead letters",
                                         .log_item = log_item,
                                         .free_item = dlq_free};
 
+const consumer_handler_t dlq_parked_handler = {.what = "storing parked dead letters",
+                                               .item_size = sizeof(dlq_item_t),
+                                               .parse = parked_parse,
+                                               .work = dlq_work,
+                                               .log_item = log_item,
+                                               .free_item = dlq_free};
+
 /* Nothing derived from the content: only what the database cannot refuse. */
 static void raw_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
-    dl_record_t *rec = item;
-    dlrec_from_delivery(rec, d, NULL, NULL, queue);
-    snprintf(rec->dedup_suffix, sizeof rec->dedup_suffix, "/%s/store_error", queue);
-    rec->reason = "store_error";
-    rec->error = "the database refused this message's record; stored raw without headers";
+    dlrec_raw(item, d, queue);
 }
 
 static int raw_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)

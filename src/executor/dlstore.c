@@ -40,6 +40,14 @@ void dlrec_from_delivery(dl_record_t *r, const mq_delivery_t *d, const xdeath_t 
     }
 }
 
+void dlrec_raw(dl_record_t *r, const mq_delivery_t *d, const char *queue)
+{
+    dlrec_from_delivery(r, d, NULL, NULL, queue);
+    snprintf(r->dedup_suffix, sizeof r->dedup_suffix, "/%s/store_error", queue);
+    r->reason = "store_error";
+    r->error = "the database refused this message's record; stored raw without headers";
+}
+
 void dlrec_from_envelope(dl_record_t *r, const envelope_t *env)
 {
     if (!env)
@@ -210,6 +218,8 @@ int dlstore_unusable(PGconn *db, const void *first, size_t n, size_t stride, con
             dlrec_from_envelope(&recs[k], m->env_ok ? &m->env : NULL);
             recs[k].reason = m->reason;
             recs[k].error = m->error;
+            recs[k].has_execution_id = m->has_execution_id;
+            recs[k].execution_id = m->execution_id;
             k++;
         }
         rc = dlstore_insert(db, recs, k, stats, err, errlen);

@@ -43,6 +43,10 @@ typedef struct dl_record {
 void dlrec_from_delivery(dl_record_t *r, const mq_delivery_t *d, const xdeath_t *xd,
                          json_object *headers, const char *consumed_from);
 
+/* The last resort for a message whose record the database refused: the body and what the
+ * delivery says, nothing derived from the content, reason store_error. */
+void dlrec_raw(dl_record_t *r, const mq_delivery_t *d, const char *queue);
+
 /* Take message id and type from the envelope when the AMQP properties had none. */
 void dlrec_from_envelope(dl_record_t *r, const envelope_t *env);
 
@@ -56,7 +60,8 @@ int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, executor_stats
 
 /*
  * Store the unusable ones (reason set) among n messages, each the first member of an element
- * `stride` bytes apart from the next, consumed from `queue`, in one insert.
+ * `stride` bytes apart from the next, consumed from `queue`, in one insert; with the execution
+ * id when the message named one.
  */
 int dlstore_unusable(PGconn *db, const void *first, size_t n, size_t stride, const char *queue,
                      executor_stats_t *stats, char *err, size_t errlen) WARN_UNUSED;

@@ -23,12 +23,47 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->cfg->executor.poll_interval_ms);
 }
 
+size_t executor_consumers(executor_t *x, consumer_t *out[EXECUTOR_MAX_CONSUMERS])
+{
+    size_t n = 0;
+    out[n++] = &x->results;
+    out[n++] = &x->heartbeats;
+    if (x->cfg->rabbitmq.dead_letter.enabled) {
+        out[n++] = &x->dlq;
+        out[n++] = &x->parked;
+    }
+    return n;
+}
+
 static void each_consumer(executor_t *x, void (*fn)(consumer_t *))
 {
-    fn(&x->results);
-    fn(&x->heartbeats);
-    if (x->cfg->rabbitmq.dead_letter.enabled)
-        fn(&x->dlq);
+    consumer_t *c[EXECUTOR_MAX_CONSUMERS];
+    size_t n = executor_consumers(x, c);
+    for (size_t i = 0; i < n; i++)
+        fn(c[i]);
+}
+
+static int record_heard(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    (void)arg;
+    return db_exec(db, "UPDATE executor_state SET heard_since = now()", 0, NULL, NULL, err, errlen);
+}
+
+/* Heartbeats missed while this executor could not hear them (broker connection down, a batch
+ * kept after a database error) are not the workers' fault: once it hears again, the stale
+ * rule counts from now (warren_worker_fresh, schema 007). */
+bool executor_hearing(executor_t *x)
+{
+    const consumer_t *c = &x->heartbeats;
+    if (!consumer_hearing(c))
+        return false;
+    if (c->gaps == x->heard_gaps)
+        return true;
+    if (dbc_statement(&x->db, "recording that heartbeats are heard again", record_heard, NULL) !=
+        DBC_OK)
+        return false;
+    x->heard_gaps = c->gaps;
+    return true;
 }
 
 /* Heartbeats on every connection, deliveries the library buffered, lost consumers. */
@@ -38,11 +73,22 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)what;
     executor_t *x = arg;
     x->loop_beat_ms = now_mono_ms();
-    /* A dead publisher connection is noticed and remade by the next publish. */
+    /* A dead publisher connection is noticed here and remade on the client's backoff, also
+     * while its breaker is open: reconnected, the breaker half-opens and the scheduler's next
+     * batch probes at once instead of after open_timeout_s. */
     if (mq_connected(x->pub) && mq_pump(x->pub) < 0)
         log_kv(LOG_DEBUG, "publisher connection lost while idle", NULL);
-    if (!x->draining)
-        each_consumer(x, consumer_pump);
+    if (!mq_connected(x->pub) && mq_try_connect(x->pub) == MQ_OK)
+        log_kv(LOG_DEBUG, "publisher reconnected", NULL);
+    if (x->draining)
+        return;
+    each_consumer(x, consumer_pump);
+    (void)executor_hearing(x); /* the scheduler's live workers count from it too */
+    /* The database is back: batches kept for a retry go now, not after their backoff. */
+    if (x->db.reconnects != x->db_reconnects_seen && x->db.conn) {
+        x->db_reconnects_seen = x->db.reconnects;
+        each_consumer(x, consumer_retry_now);
+    }
 }
 
 static void on_monitor(evutil_socket_t fd, short what, void *arg)
@@ -54,12 +100,35 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
         monitor_run(x);
 }
 
+/* The oldest dead letter held unacked (a database outage keeps them), in seconds. */
+static uint64_t held_dead_letter_age_s(const consumer_t *c)
+{
+    uint64_t oldest = 0;
+    int64_t now_s = now_wall_ms() / 1000;
+    for (size_t i = 0; i < c->n; i++) {
+        uint64_t age = (uint64_t)dlq_age_s(c->batch[i], now_s);
+        oldest = age > oldest ? age : oldest;
+    }
+    return oldest;
+}
+
+/* The stats line; its dead letter age covers what was recorded since the last one and what is
+ * held now, so a backlog that nobody records shows up. */
+static void log_stats(executor_t *x)
+{
+    uint64_t held = held_dead_letter_age_s(&x->dlq), parked = held_dead_letter_age_s(&x->parked);
+    held = parked > held ? parked : held;
+    if (held > x->stats.dead_letter_age_s)
+        x->stats.dead_letter_age_s = held;
+    stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
+    x->stats.dead_letter_age_s = 0;
+}
+
 static void on_stats(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    executor_t *x = arg;
-    stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
+    log_stats(arg);
 }
 
 /* ---- signals ---- */
@@ -75,8 +144,8 @@ static void drain(executor_t *x)
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
         log_kv(LOG_WARN,
-               "some unconfirmed dispatches stay scheduled; the monitor of the next "
-               "executor fails them after executor.scheduled_timeout_s",
+               "some refused dispatches stay scheduled; the monitor of the next executor "
+               "returns them to requested after executor.unconfirmed_timeout_ms",
                NULL);
     event_base_loopexit(x->base, NULL);
 }
@@ -122,6 +191,13 @@ static int check_migrations(PGconn *db)
     return 0;
 }
 
+/* Before every resubscribe: the common topology (exchanges, dead-letter queue, results and
+ * heartbeats queues, bindings), so a queue deleted under a consumer comes back. */
+static int declare_common(mq_client_t *mq, const void *arg, char *err, size_t errlen)
+{
+    return topo_declare_common(mq, arg, err, errlen);
+}
+
 static int start_consumer(executor_t *x, consumer_t *c, const char *name, const char *queue,
                           const consumer_handler_t *handler, const mq_options_t *o)
 {
@@ -133,7 +209,9 @@ static int start_consumer(executor_t *x, consumer_t *c, const char *name, const 
                           .handler = handler,
                           .fallback = &dlq_raw_handler,
                           .db = &x->db,
-                          .stats = &x->stats};
+                          .stats = &x->stats,
+                          .declare = declare_common,
+                          .declare_arg = x->cfg};
     char err[ERRBUF_SIZE];
     if (consumer_init(c, &co) != 0) {
         log_kv(LOG_ERROR, "out of memory", NULL);
@@ -168,8 +246,11 @@ static int connect_broker(executor_t *x)
                        &registry_handler, &o) != 0)
         return -1;
     bool dl = cfg->rabbitmq.dead_letter.enabled;
-    if (dl && start_consumer(x, &x->dlq, "dead-letters", cfg->rabbitmq.dead_letter.queue,
-                             &dlq_handler, &o) != 0)
+    if (dl &&
+        (start_consumer(x, &x->dlq, "dead-letters", cfg->rabbitmq.dead_letter.queue, &dlq_handler,
+                        &o) != 0 ||
+         start_consumer(x, &x->parked, "parked-dead-letters",
+                        cfg->rabbitmq.dead_letter.parking_queue, &dlq_parked_handler, &o) != 0))
         return -1;
     if (!dl)
         log_kv(LOG_WARN,
@@ -206,6 +287,7 @@ static int start(executor_t *x)
     }
     if (dbc_init(&x->db, x->cfg->database.url, x->cfg->database.connect_timeout_s) != 0)
         return -1;
+    dbc_set_statement_timeout(&x->db, x->cfg->database.statement_timeout_ms);
     PGconn *db = dbc_get(&x->db);
     if (!db || check_migrations(db) != 0)
         return -1;
@@ -225,6 +307,7 @@ static void stop(executor_t *x)
     consumer_free(&x->results);
     consumer_free(&x->heartbeats);
     consumer_free(&x->dlq);
+    consumer_free(&x->parked);
     mq_destroy(x->pub);
     sched_free(&x->sched);
     dbc_free(&x->db);
@@ -249,7 +332,7 @@ int executor_run(const warren_config_t *cfg)
                "batch_size", batch, NULL);
         event_base_dispatch(x->base);
         rc = EXIT_OK; /* a second signal or SIGQUIT never comes back here */
-        stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
+        log_stats(x);
         log_kv(LOG_INFO, "executor stopped", NULL);
     }
     stop(x);

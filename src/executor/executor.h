@@ -44,8 +44,8 @@ typedef struct executor {
     const warren_config_t *cfg; /* borrowed; the one source of every setting */
     struct event_base *base;
     dbconn_t db;
-    mq_client_t *pub; /* dispatches; never consumes */
-    consumer_t results, heartbeats, dlq;
+    mq_client_t *pub;                            /* dispatches; never consumes */
+    consumer_t results, heartbeats, dlq, parked; /* parked: the parking queue's dead letters */
     executor_stats_t stats;
     sched_t sched;
     /* loop */
@@ -59,7 +59,9 @@ typedef struct executor {
     metrics_registry_t metrics;
     executor_gauges_t gauges;
     struct event gauges_ev;
-    int64_t loop_beat_ms; /* monotonic time of the last pump tick: the loop turns */
+    int64_t loop_beat_ms;        /* monotonic time of the last pump tick: the loop turns */
+    uint64_t db_reconnects_seen; /* db.reconnects when the consumers last retried at once */
+    uint64_t heard_gaps;         /* heartbeats.gaps when heard_since was last recorded */
 } executor_t;
 
 /* The consumers' handlers (consumer.h). results.c: ExecutionStatusChanged and
@@ -68,10 +70,30 @@ typedef struct executor {
 extern const consumer_handler_t results_handler;
 extern const consumer_handler_t registry_handler;
 extern const consumer_handler_t dlq_handler;
+extern const consumer_handler_t dlq_parked_handler;
+/* dlq_handler.c: how long a dead letter has waited since it was dead-lettered into the
+ * dead-letter queue, in seconds (0 when its x-death says nothing). */
+int64_t dlq_age_s(const mq_delivery_t *d, int64_t now_s);
 extern const consumer_handler_t dlq_raw_handler;
+
+/* The consumers this executor runs (results, heartbeats; dead-letters and parked-dead-letters
+ * when dead-lettering is enabled) into out; returns how many. */
+#define EXECUTOR_MAX_CONSUMERS 4
+size_t executor_consumers(executor_t *x, consumer_t *out[EXECUTOR_MAX_CONSUMERS]);
+
+/* Does the executor hear heartbeats now, and has it recorded since when (executor_state
+ * .heard_since, schema 007)? Until then no worker may be judged stale by its heartbeats. */
+bool executor_hearing(executor_t *x);
 
 /* monitor.c: scheduled too long -> failed; running on a stale worker -> abandoned. */
 void monitor_run(executor_t *x);
+/* monitor.c: abandon up to `limit` running/canceling rows reported by an older process of a
+ * worker that restarted (a newer incarnation heartbeats; schema 009), on the workers in
+ * `workers` (a text[] literal; NULL: all), with their dead letters (worker_restarted). Rows
+ * changed: (id, worker, 1 when its dead letter was written) in *changed. For the registry's
+ * transaction, right after a heartbeat names a new incarnation, and the monitor's passes. */
+int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
+                      size_t errlen) WARN_UNUSED;
 
 /* api.c: the HTTP server on api.listen (none when ""): API routes, /livez, /readyz, /metrics.
  * -1 (logged) when keys or the address are wrong. */

@@ -26,14 +26,12 @@ static const char backlog_sql[] =
  * action whose workers are all gone stays at 0, which is what an alert wants to see. */
 static const char actions_sql[] =
     "SELECT a.action, count(*) FILTER (WHERE a.live) FROM (SELECT unnest(w.capabilities) AS action,"
-    " w.status = 'online' AND w.last_heartbeat > now() - make_interval(secs => $1::int"
-    "   * w.heartbeat_interval_s) AS live"
+    " warren_worker_live(w, $1::int) AS live"
     " FROM workers w WHERE w.last_heartbeat > now() - interval '7 days') a"
     " GROUP BY a.action ORDER BY a.action LIMIT 64";
 
 static const char live_sql[] =
-    "SELECT count(*) FROM workers w WHERE w.status = 'online' AND w.last_heartbeat > now()"
-    " - make_interval(secs => $1::int * w.heartbeat_interval_s)";
+    "SELECT count(*) FROM workers w WHERE warren_worker_live(w, $1::int)";
 /* clang-format on */
 
 typedef struct refresh {

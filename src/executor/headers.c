@@ -125,16 +125,16 @@ static int64_t integer_of(const amqp_field_value_t *v)
     }
 }
 
-void hdr_first_death(const amqp_table_t *table, xdeath_t *out)
+void hdr_death_at(const amqp_table_t *table, int index, xdeath_t *out)
 {
     memset(out, 0, sizeof *out);
     const amqp_field_value_t *v = find(table, "x-death");
-    if (!v || v->kind != AMQP_FIELD_KIND_ARRAY || v->value.array.num_entries < 1)
+    if (!v || v->kind != AMQP_FIELD_KIND_ARRAY || index < 0 || v->value.array.num_entries <= index)
         return;
-    const amqp_field_value_t *first = &v->value.array.entries[0];
-    if (first->kind != AMQP_FIELD_KIND_TABLE)
+    const amqp_field_value_t *entry = &v->value.array.entries[index];
+    if (entry->kind != AMQP_FIELD_KIND_TABLE)
         return;
-    const amqp_table_t *t = &first->value.table;
+    const amqp_table_t *t = &entry->value.table;
     out->present = true;
     copy_string(find(t, "queue"), out->queue, sizeof out->queue);
     copy_string(find(t, "reason"), out->reason, sizeof out->reason);
@@ -144,4 +144,9 @@ void hdr_first_death(const amqp_table_t *table, xdeath_t *out)
     const amqp_field_value_t *keys = find(t, "routing-keys");
     if (keys && keys->kind == AMQP_FIELD_KIND_ARRAY && keys->value.array.num_entries > 0)
         copy_string(&keys->value.array.entries[0], out->routing_key, sizeof out->routing_key);
+}
+
+void hdr_first_death(const amqp_table_t *table, xdeath_t *out)
+{
+    hdr_death_at(table, 0, out);
 }

@@ -12,10 +12,12 @@
 /*
  * The table as a JSON object. Strings become valid UTF-8 (PostgreSQL jsonb refuses anything
  * else, and one bad header must not make a dead letter unstorable), timestamps RFC 3339 UTC,
- * non-finite floats null. Never NULL except on OOM; a NULL table gives {}. Caller puts it.
+ * non-finite floats null. Never NULL except on OOM; a NULL table gives {}. The caller releases
+ * it with json_object_put().
  */
 json_object *hdr_to_json(const amqp_table_t *table);
-/* The x-death array alone as JSON (NULL when absent). Caller puts it. */
+/* The x-death array alone as JSON (NULL when absent); the caller releases it with
+ * json_object_put(). */
 json_object *hdr_x_death_json(const amqp_table_t *table);
 
 /* The most recent x-death entry (RabbitMQ keeps the array most recent first). */
@@ -30,5 +32,7 @@ typedef struct xdeath {
 } xdeath_t;
 
 void hdr_first_death(const amqp_table_t *table, xdeath_t *out);
+/* The x-death entry at index (0: the most recent); present is false when there is none. */
+void hdr_death_at(const amqp_table_t *table, int index, xdeath_t *out);
 
 #endif

@@ -15,10 +15,12 @@ typedef struct inmsg {
     bool env_ok;     /* env holds the decoded envelope */
     char reason[32]; /* set: unusable, stored as a dead letter with this reason */
     char error[ERRBUF_SIZE];
+    bool has_execution_id; /* the message names this execution, usable or not */
+    int64_t execution_id;
 } inmsg_t;
 
 /* Decode d's envelope into m. 0 when it decoded; -1 with reason parse_error otherwise. */
-int inmsg_open(inmsg_t *m, const mq_delivery_t *d);
+int inmsg_open(inmsg_t *m, const mq_delivery_t *d) WARN_UNUSED;
 /* Mark m unusable with a dead-letter reason and a printf-style explanation. Returns -1. */
 int inmsg_reject(inmsg_t *m, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

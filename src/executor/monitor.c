@@ -1,8 +1,11 @@
 /*
- * The timeout monitor: executions nobody will finish. Scheduled longer than
- * executor.scheduled_timeout_s -> failed (no worker started it); running on a worker whose
- * heartbeat is stale, or that went offline -> abandoned (canceling -> cancelled: the cancel
- * stands, and nothing runs it any more). Each also leaves a
+ * The timeout monitor: executions nobody will finish. Scheduled with a dispatch the broker
+ * never confirmed for executor.unconfirmed_timeout_ms -> requested (dispatched again);
+ * scheduled with a confirmed dispatch longer than executor.scheduled_timeout_s -> failed (no
+ * worker started it); running on a worker whose heartbeat is stale, or that went offline, or
+ * restarted (a newer incarnation heartbeats), or that ran past its timeout plus
+ * executor.running_grace_s without a result -> abandoned; canceling in the same cases ->
+ * cancelled (the cancel stands, and nothing runs it any more). All but the first also leave a
  * dead_letters row (the execution row as body and snapshot). One statement per kind: claim
  * with SKIP LOCKED, CAS fenced by status and attempt, insert the dead letters.
  */
@@ -10,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/executor.h"
+#include "executor/scheduler.h"
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/log.h"
@@ -28,9 +32,22 @@
     "SELECT c.id, coalesce(c.worker, ''), EXISTS (SELECT 1 FROM ins WHERE ins.execution_id = c.id)::int" \
     " FROM changed c"
 
+/* What the monitor makes of a running row (abandoned, error why) and of a canceling one
+ * (cancelled, error cancel_why): the cancel stands, and nothing will report any more. */
+#define SETTLE(cancel_why, why)                                                                 \
+    " status = CASE WHEN s.status = " EXEC_SQL(CANCELING) " THEN " EXEC_SQL(CANCELLED)          \
+    " ELSE " EXEC_SQL(ABANDONED) " END,"                                                        \
+    " error = CASE WHEN s.status = " EXEC_SQL(CANCELING) " THEN " cancel_why " ELSE " why " END,"
+/* A cancel whose worker is gone (stale, offline, unknown, restarted): its process cannot be
+ * told. */
+#define CANCEL_GONE                                                                             \
+    "'Cancelled; worker ' || coalesce(s.worker, '?') || ' was gone, its process could not be told'"
+
+/* Only a dispatch the broker confirmed was in a queue: only its row fails for not starting. */
 static const char scheduled_sql[] =
     "WITH stale AS (SELECT e.id, e.attempt, e.worker, row_to_json(e)::jsonb AS snap"
     " FROM executions e WHERE e.status = " EXEC_SQL(SCHEDULED)
+    " AND e.dispatch_confirmed_at IS NOT NULL"
     " AND e.scheduled_at < now() - make_interval(secs => $1::int)"
     " ORDER BY e.scheduled_at LIMIT $2 FOR UPDATE SKIP LOCKED), "
     "changed AS (UPDATE executions e SET status = " EXEC_SQL(FAILED) ","
@@ -42,27 +59,78 @@ static const char scheduled_sql[] =
     " RETURNING e.id, s.attempt, s.worker, s.snap)"
     INSERT_DEAD_LETTERS("'scheduled_timeout'", "'" SCHEDULED_TIMEOUT_ERROR "'");
 
+/* A dispatch never confirmed may be in no queue (the executor died after COMMIT, the COMMIT's
+ * reply was lost, the publish had no answer): back to requested, once per attempt (the next
+ * dispatch is the next attempt), and it goes out again. The history keeps the step. */
+static const char unconfirmed_sql[] =
+    "WITH stale AS (SELECT e.id, e.attempt FROM executions e"
+    " WHERE e.status = " EXEC_SQL(SCHEDULED) " AND e.dispatch_confirmed_at IS NULL"
+    " AND e.scheduled_at < now() - make_interval(secs => $1::float8 / 1000)"
+    " ORDER BY e.scheduled_at LIMIT $2 FOR UPDATE SKIP LOCKED) "
+    "UPDATE executions e SET status = " EXEC_SQL(REQUESTED) ","
+    " wait_reason = '" SCHED_UNCONFIRMED_REASON "'"
+    " FROM stale s WHERE e.id = s.id AND e.status = " EXEC_SQL(SCHEDULED)
+    " AND e.attempt = s.attempt"
+    " RETURNING e.id, coalesce(e.worker, ''), 0";
+
+/* A worker restarted under the same name: its rows reported running by an older process (an
+ * incarnation other than the newest one's, in a report sent before the newest one started;
+ * schema 009) are abandoned, attempt-fenced. $2: the workers to look at (NULL: all). */
+#define RESTART_WHY                                                                             \
+    "'Worker ' || s.worker || ' restarted (incarnation ' || coalesce(s.old_inc, 'unknown') ||"  \
+    " ' replaced by ' || s.new_inc || ')'"
+static const char restarted_sql[] =
+    "WITH ws AS (SELECT w.id, w.incarnation, w.started_at FROM workers w"
+    " WHERE w.incarnation IS NOT NULL AND ($2::text[] IS NULL OR w.id = ANY($2::text[]))), "
+    "stale AS (SELECT e.id, e.attempt, e.worker, e.status, e.incarnation AS old_inc,"
+    " ws.incarnation AS new_inc, row_to_json(e)::jsonb AS snap"
+    " FROM executions e JOIN ws ON ws.id = e.worker"
+    " WHERE e.status = ANY($1::text[]) AND e.incarnation IS DISTINCT FROM ws.incarnation"
+    " AND coalesce(e.reported_at, e.started_at) < ws.started_at"
+    " ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED), "
+    "changed AS (UPDATE executions e SET" SETTLE(CANCEL_GONE, RESTART_WHY)
+    " result = jsonb_build_object('error', " RESTART_WHY ", 'worker', s.worker,"
+    " 'attempt', s.attempt, 'incarnation', s.old_inc, 'new_incarnation', s.new_inc)"
+    " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
+    " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
+    INSERT_DEAD_LETTERS("'worker_restarted'", "c.error");
+
+/* Running (or canceling) longer than its timeout plus the grace with no result: the worker
+ * would have ended it by now and reported, so whatever happened, nobody will. The timeout is
+ * the one the worker reported applying, else the submission's, else $1. */
+#define LATE_TIMEOUT "coalesce(e.effective_timeout_s, e.timeout_s, $1::int)"
+#define LATE_WHY                                                                                \
+    "'No result within the timeout: running since ' || s.started_at || ', timeout ' ||"        \
+    " s.timeout_s || ' s + grace ' || $2::int || ' s'"
+static const char running_timeout_sql[] =
+    "WITH stale AS (SELECT e.id, e.attempt, e.worker, e.status, e.started_at,"
+    " " LATE_TIMEOUT " AS timeout_s, row_to_json(e)::jsonb AS snap"
+    " FROM executions e WHERE e.status = ANY($3::text[]) AND e.started_at IS NOT NULL"
+    " AND e.started_at < now() - make_interval(secs => " LATE_TIMEOUT " + $2::int)"
+    " ORDER BY e.id LIMIT $4 FOR UPDATE SKIP LOCKED), "
+    "changed AS (UPDATE executions e SET" SETTLE("'Cancelled; ' || " LATE_WHY, LATE_WHY)
+    " result = jsonb_build_object('error', " LATE_WHY ", 'worker', s.worker,"
+    " 'attempt', s.attempt, 'timeout_s', s.timeout_s, 'grace_s', $2::int)"
+    " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
+    " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
+    INSERT_DEAD_LETTERS("'running_timeout'", "c.error");
+
 /* Why the worker is considered gone, for error and result. */
 #define STALE_WHY                                                                               \
     "CASE WHEN s.worker_status IS NULL THEN 'Worker ' || coalesce(s.worker, '?') || ' is unknown'" \
     " WHEN s.worker_status = 'offline' THEN 'Worker ' || s.worker || ' went offline while it ran'"  \
     " ELSE 'Worker heartbeat stale: ' || s.worker || ' last seen ' || s.last_heartbeat END"
 
-/* A cancel whose worker is gone: nobody can stop the process any more, and nothing runs it. */
-#define CANCEL_GONE                                                                             \
-    "'Cancelled; worker ' || coalesce(s.worker, '?') || ' was gone, its process could not be told'"
-
+/* The workers are judged once each (schema 007's warren_worker_fresh), then joined. */
 static const char stale_worker_sql[] =
-    "WITH stale AS (SELECT e.id, e.attempt, e.worker, e.status, w.status AS worker_status,"
+    "WITH ws AS MATERIALIZED (SELECT w.id, w.status, w.last_heartbeat,"
+    " warren_worker_fresh(w, $1::int) AS fresh FROM workers w), "
+    "stale AS (SELECT e.id, e.attempt, e.worker, e.status, w.status AS worker_status,"
     " w.last_heartbeat, row_to_json(e)::jsonb AS snap"
-    " FROM executions e LEFT JOIN workers w ON w.id = e.worker"
-    " WHERE e.status = ANY($2::text[]) AND (w.id IS NULL OR w.status = 'offline'"
-    " OR w.last_heartbeat < now() - make_interval(secs => $1::int * w.heartbeat_interval_s))"
+    " FROM executions e LEFT JOIN ws w ON w.id = e.worker"
+    " WHERE e.status = ANY($2::text[]) AND (w.id IS NULL OR w.status = 'offline' OR NOT w.fresh)"
     " ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED), "
-    "changed AS (UPDATE executions e SET status = CASE WHEN s.status = " EXEC_SQL(CANCELING)
-    "   THEN " EXEC_SQL(CANCELLED) " ELSE " EXEC_SQL(ABANDONED) " END,"
-    " error = CASE WHEN s.status = " EXEC_SQL(CANCELING) " THEN " CANCEL_GONE " ELSE " STALE_WHY
-    " END,"
+    "changed AS (UPDATE executions e SET" SETTLE(CANCEL_GONE, STALE_WHY)
     " result = jsonb_build_object('error', " STALE_WHY ", 'worker', s.worker, 'attempt', s.attempt,"
     " 'last_heartbeat', s.last_heartbeat, 'worker_status', s.worker_status)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
@@ -70,12 +138,25 @@ static const char stale_worker_sql[] =
     INSERT_DEAD_LETTERS("'worker_stale'", "c.error");
 /* clang-format on */
 
+int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
+                      size_t errlen)
+{
+    char sources[128], lim[16];
+    if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0) {
+        snprintf(err, errlen, "status list too long");
+        return -1;
+    }
+    snprintf(lim, sizeof lim, "%d", limit);
+    const char *params[] = {sources, workers, lim};
+    return db_exec(db, restarted_sql, 3, params, changed, err, errlen);
+}
+
 typedef struct monitor_pass {
     executor_t *x;
     const char *sql;
     const char *reason;
     int nparams;
-    const char *params[3];
+    const char *params[4];
     PGresult *changed;
 } monitor_pass_t;
 
@@ -108,30 +189,69 @@ static int run_pass(executor_t *x, monitor_pass_t *m, uint64_t *counter, const c
 
 void monitor_run(executor_t *x)
 {
-    int batch = x->cfg->executor.batch_size;
-    char timeout[16], factor[16], limit[16], sources[128];
-    snprintf(timeout, sizeof timeout, "%d", x->cfg->executor.scheduled_timeout_s);
-    snprintf(factor, sizeof factor, "%d", x->cfg->executor.heartbeat_stale_factor);
+    const typeof(x->cfg->executor) *c = &x->cfg->executor;
+    int batch = c->batch_size;
+    char timeout[16], factor[16], limit[16], sources[128], unconfirmed[16], dflt[16], grace[16];
+    snprintf(timeout, sizeof timeout, "%d", c->scheduled_timeout_s);
+    snprintf(unconfirmed, sizeof unconfirmed, "%d", c->unconfirmed_timeout_ms);
+    snprintf(factor, sizeof factor, "%d", c->heartbeat_stale_factor);
     snprintf(limit, sizeof limit, "%d", batch);
+    snprintf(dflt, sizeof dflt, "%d", c->running_timeout_default_s);
+    snprintf(grace, sizeof grace, "%d", c->running_grace_s);
     if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0)
         return;
+    monitor_pass_t redispatch = {.x = x,
+                                 .sql = unconfirmed_sql,
+                                 .reason = "unconfirmed",
+                                 .nparams = 2,
+                                 .params = {unconfirmed, limit}};
     monitor_pass_t scheduled = {.x = x,
                                 .sql = scheduled_sql,
                                 .reason = "scheduled_timeout",
                                 .nparams = 2,
                                 .params = {timeout, limit}};
+    monitor_pass_t restarted = {.x = x,
+                                .sql = restarted_sql,
+                                .reason = "worker_restarted",
+                                .nparams = 3,
+                                .params = {sources, NULL, limit}};
+    monitor_pass_t late = {.x = x,
+                           .sql = running_timeout_sql,
+                           .reason = "running_timeout",
+                           .nparams = 4,
+                           .params = {dflt, grace, sources, limit}};
     monitor_pass_t stale = {.x = x,
                             .sql = stale_worker_sql,
                             .reason = "worker_stale",
                             .nparams = 3,
                             .params = {factor, sources, limit}};
+    /* Heartbeats (and results) this executor could not hear say nothing about the workers: no
+     * verdict from them until it hears again and has recorded since when. */
+    bool hearing = executor_hearing(x);
+    bool results = consumer_hearing(&x->results);
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop responsive. */
     for (int round = 0; round < 10; round++) {
-        int a = run_pass(x, &scheduled, &x->stats.monitor_failed,
-                         "execution failed: scheduled too long");
-        int b = run_pass(x, &stale, &x->stats.monitor_abandoned,
-                         "execution abandoned: its worker is gone");
-        if (a < 0 || b < 0 || (a < batch && b < batch))
+        int n[5] = {
+            run_pass(x, &redispatch, &x->stats.monitor_redispatched,
+                     "dispatch never confirmed: back to requested"),
+            run_pass(x, &scheduled, &x->stats.monitor_failed,
+                     "execution failed: scheduled too long"),
+            run_pass(x, &restarted, &x->stats.abandoned_restarted,
+                     "execution abandoned: its worker restarted"),
+            results ? run_pass(x, &late, &x->stats.abandoned_timeout,
+                               "execution abandoned: no result within its timeout")
+                    : 0,
+            hearing ? run_pass(x, &stale, &x->stats.monitor_abandoned,
+                               "execution abandoned: its worker is gone")
+                    : 0,
+        };
+        bool full = false;
+        for (int i = 0; i < 5; i++) {
+            if (n[i] < 0)
+                return;
+            full |= n[i] >= batch;
+        }
+        if (!full)
             break;
     }
     cancel_resend(x);

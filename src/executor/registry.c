@@ -19,6 +19,8 @@
 
 #define MAX_CAPABILITIES 1024
 #define MAX_TEXT 255
+/* Executions abandoned per heartbeat batch for a restart; the monitor takes any rest. */
+#define RESTARTED_LIMIT 1000
 
 typedef struct heartbeat {
     inmsg_t in;                                      /* first: dlstore_unusable reads it */
@@ -26,9 +28,11 @@ typedef struct heartbeat {
     const char *started_at;                          /* started_text, or NULL */
     char started_text[TS_TEXT_MAX];
     int64_t capacity, running, interval_s;
-    pgarr_t capabilities; /* the text[] literal */
-    bool superseded;      /* a later heartbeat of the same worker is in the batch */
-    bool registered;      /* the upsert inserted this worker: it is new */
+    pgarr_t capabilities;    /* the text[] literal */
+    const char *incarnation; /* the process's, when well-formed; NULL: unknown */
+    bool superseded;         /* a later heartbeat of the same worker is in the batch */
+    bool registered;         /* the upsert inserted this worker: it is new */
+    int abandoned;           /* executions of an older process of this worker abandoned */
 } heartbeat_t;
 
 static int parse_capabilities(heartbeat_t *h, const jf_t *p)
@@ -61,6 +65,11 @@ static int parse_fields(heartbeat_t *h, const jf_t *p)
                  h->worker_id);
         return -1;
     }
+    /* An incarnation that is not the contract's 32 hex digits is left out, not refused: the
+     * heartbeat still says the worker is alive (an unknown incarnation abandons nothing). */
+    if (jf_string(p, "incarnation", false, INCARNATION_LEN, &h->incarnation) != 1 ||
+        !ids_incarnation_valid(h->incarnation))
+        h->incarnation = NULL;
     if (!h->status)
         h->status = "online";
     if (strcmp(h->status, "online") && strcmp(h->status, "stopping") &&
@@ -108,21 +117,30 @@ static void mark_superseded(heartbeat_t *h, size_t n)
             }
 }
 
+/* clang-format off */
+/* Two processes of one worker with incarnations: the one that started later is the newest,
+ * whichever heartbeat comes last. Without incarnations the last heartbeat wins, as before. */
+#define NEWEST_PROCESS                                                                          \
+    "(EXCLUDED.incarnation IS NULL OR w.incarnation IS NULL OR EXCLUDED.started_at IS NULL"     \
+    " OR w.started_at IS NULL OR EXCLUDED.started_at >= w.started_at)"
 /* In id order, so concurrent upserts (and the scheduler's worker locks) never deadlock. */
 static const char upsert_sql[] =
     "INSERT INTO workers AS w (id, capabilities, capacity, running, status, last_heartbeat,"
-    " heartbeat_interval_s, started_at, host, version) "
+    " heartbeat_interval_s, started_at, host, version, incarnation) "
     "SELECT u.id, u.caps::text[], u.capacity, u.running, u.status, now(), u.interval_s,"
-    " u.started_at::timestamptz, u.host, u.version "
+    " u.started_at::timestamptz, u.host, u.version, u.incarnation "
     "FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[], $6::int[], $7::text[],"
-    " $8::text[], $9::text[]) AS u(id, caps, capacity, running, status, interval_s, started_at,"
-    " host, version) ORDER BY u.id "
+    " $8::text[], $9::text[], $10::text[]) AS u(id, caps, capacity, running, status, interval_s,"
+    " started_at, host, version, incarnation) ORDER BY u.id "
     "ON CONFLICT (id) DO UPDATE SET capabilities = EXCLUDED.capabilities,"
     " capacity = EXCLUDED.capacity, running = EXCLUDED.running, status = EXCLUDED.status,"
     " last_heartbeat = now(), heartbeat_interval_s = EXCLUDED.heartbeat_interval_s,"
-    " started_at = coalesce(EXCLUDED.started_at, w.started_at),"
+    " started_at = CASE WHEN " NEWEST_PROCESS " THEN coalesce(EXCLUDED.started_at, w.started_at)"
+    "   ELSE w.started_at END,"
+    " incarnation = CASE WHEN " NEWEST_PROCESS " THEN EXCLUDED.incarnation ELSE w.incarnation END,"
     " host = coalesce(EXCLUDED.host, w.host), version = coalesce(EXCLUDED.version, w.version) "
     "RETURNING w.id, (xmax = 0)::int";
+/* clang-format on */
 
 enum {
     U_ID,
@@ -134,6 +152,7 @@ enum {
     U_STARTED,
     U_HOST,
     U_VERSION,
+    U_INCARNATION,
     U_COUNT
 };
 
@@ -171,6 +190,7 @@ static int upsert(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
         pgarr_add(&a[U_STARTED], h->started_at);
         pgarr_add(&a[U_HOST], h->host);
         pgarr_add(&a[U_VERSION], h->version);
+        pgarr_add(&a[U_INCARNATION], h->incarnation);
         k++;
     }
     const char *params[U_COUNT];
@@ -192,13 +212,57 @@ static int upsert(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
     return rc;
 }
 
+/* Rows changed by monitor_restarted: (id, worker, dead letter written). */
+static void count_restarted(consumer_batch_t *b, PGresult *changed)
+{
+    heartbeat_t *hs = b->items;
+    for (int r = 0; r < PQntuples(changed); r++) {
+        const char *worker = PQgetvalue(changed, r, 1);
+        b->counts.abandoned_restarted++;
+        if (atoi(PQgetvalue(changed, r, 2)) == 1)
+            stats_dead_letter(&b->counts, "worker_restarted", 1);
+        for (size_t i = 0; i < b->n; i++)
+            if (!hs[i].in.reason[0] && !hs[i].superseded && !strcmp(hs[i].worker_id, worker))
+                hs[i].abandoned++;
+    }
+}
+
+/* A worker restarted under the same name heartbeats online at once: what its older process was
+ * running is abandoned as soon as the newer one is heard, in the same transaction. */
+static int abandon_restarted(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
+{
+    heartbeat_t *hs = b->items;
+    pgarr_t ids;
+    pgarr_init(&ids);
+    size_t k = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (!hs[i].in.reason[0] && !hs[i].superseded && hs[i].incarnation) {
+            pgarr_add(&ids, hs[i].worker_id);
+            k++;
+        }
+    const char *workers = pgarr_text(&ids);
+    PGresult *changed = NULL;
+    int rc = 0;
+    if (!workers) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    } else if (k > 0 &&
+               (rc = monitor_restarted(db, workers, RESTARTED_LIMIT, &changed, err, errlen)) == 0) {
+        count_restarted(b, changed);
+    }
+    PQclear(changed);
+    pgarr_free(&ids);
+    return rc;
+}
+
 static int registry_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
     mark_superseded(b->items, b->n);
     if (dlstore_unusable(db, b->items, b->n, sizeof(heartbeat_t), b->queue, &b->counts, err,
-                         errlen) != 0)
+                         errlen) != 0 ||
+        upsert(db, b, err, errlen) != 0)
         return -1;
-    return upsert(db, b, err, errlen);
+    return abandon_restarted(db, b, err, errlen);
 }
 
 static void registry_parse(void *item, const mq_delivery_t *d, const char *queue)
@@ -217,6 +281,12 @@ static void log_heartbeat(const void *item, const char *queue)
     }
     if (h->registered)
         log_kv(LOG_INFO, "new worker registered", "worker", h->worker_id, NULL);
+    if (h->abandoned > 0) {
+        char n[16];
+        snprintf(n, sizeof n, "%d", h->abandoned);
+        log_kv(LOG_WARN, "worker restarted: its older process's executions abandoned", "worker",
+               h->worker_id, "incarnation", h->incarnation, "abandoned", n, NULL);
+    }
     if (!h->superseded && strcmp(h->status, "online") != 0)
         log_kv(LOG_INFO, "worker status", "worker", h->worker_id, "status", h->status, NULL);
 }

@@ -23,6 +23,7 @@
 #include "warren/utf8.h"
 
 #define MAX_ERROR_TEXT 8192
+#define UNAPPLIED_ERROR "The worker's completion could not be applied"
 
 typedef struct result_msg {
     inmsg_t in; /* first: dlstore_unusable reads it */
@@ -34,8 +35,15 @@ typedef struct result_msg {
     char *error_text;               /* cleaned, or NULL */
     char *outcome; /* JSON {exit_code, signal, stderr_tail, truncated, duration_ms} */
     char started_at[TS_TEXT_MAX]; /* the worker's start time, UTC microseconds; "" when absent */
-    int round;                    /* nth message for its execution in this batch */
+    char incarnation[INCARNATION_LEN + 1]; /* the worker process's; "" when absent or malformed */
+    char reported_at[TS_TEXT_MAX];         /* running: the envelope's timestamp, UTC */
+    int64_t timeout_s;                     /* running: the timeout the worker applies; 0: unknown */
+    int round;                             /* nth message for its execution in this batch */
     bool applied;
+    bool completion;    /* an ExecutionCompleted, also when read from a cleaned copy */
+    bool unprocessable; /* a completion of a known execution and attempt that cannot be
+                         * applied: it fails that attempt (reason unprocessable_result) */
+    bool older_attempt; /* not applied: the execution is on a later attempt already */
 } result_msg_t;
 
 /* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
@@ -54,6 +62,28 @@ static void parse_worker(result_msg_t *m)
         if (!strncmp(key, prefixes[i], strlen(prefixes[i])) &&
             ids_worker_valid(key + strlen(prefixes[i])))
             snprintf(m->worker, sizeof m->worker, "%s", key + strlen(prefixes[i]));
+}
+
+/* The worker process's incarnation, when it sends a well-formed one (older workers send none;
+ * anything else is left out rather than refusing the report). */
+static void parse_process(result_msg_t *m)
+{
+    const char *inc = NULL;
+    char err[ERRBUF_SIZE];
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    if (jf_string(&p, "incarnation", false, INCARNATION_LEN, &inc) == 1 &&
+        ids_incarnation_valid(inc))
+        snprintf(m->incarnation, sizeof m->incarnation, "%s", inc);
+}
+
+/* A running report: when the worker sent it (its clock), and the timeout it applies. */
+static void parse_running(result_msg_t *m)
+{
+    char err[ERRBUF_SIZE];
+    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    ts_format_us(m->in.env.timestamp_us, m->reported_at, sizeof m->reported_at);
+    if (jf_int(&p, "timeout_s", false, 1, INT32_MAX, &m->timeout_s) != 1)
+        m->timeout_s = 0;
 }
 
 /* Status (default: running for a status change; failed when an error is given, else
@@ -129,32 +159,77 @@ static int parse_outcome(result_msg_t *m)
     return 0;
 }
 
-static int parse_result(result_msg_t *m, const mq_delivery_t *d)
+/* The execution and attempt a result names, from its envelope; -1 (m->in rejected) when it
+ * names none. */
+static int parse_target(result_msg_t *m, const envelope_t *env)
 {
     char err[ERRBUF_SIZE];
     int64_t v = 0;
-    if (inmsg_open(&m->in, d) != 0)
+    jf_t p = {env->payload, "payload", err, sizeof err};
+    int rc = jf_execution_id(&p, false, &m->execution_id);
+    if (rc <= 0)
+        return inmsg_reject(&m->in, rc == 0 ? "missing_execution_id" : "parse_error", "%s",
+                            rc == 0 ? "the payload has no execution_id" : err);
+    m->in.has_execution_id = true;
+    m->in.execution_id = m->execution_id;
+    m->completion = env->type == MSG_EXECUTION_COMPLETED;
+    rc = jf_int(&p, "attempt", false, 1, INT32_MAX, &v);
+    if (rc < 0)
+        return inmsg_reject(&m->in, "parse_error", "%s", err);
+    m->attempt = rc == 1 ? (int)v : env->attempt;
+    if (m->attempt < 1)
+        return inmsg_reject(&m->in, "parse_error",
+                            "no attempt in the payload or the envelope headers");
+    return 0;
+}
+
+/*
+ * A body that is not valid UTF-8 (text cut inside a character) cannot be decoded, so the
+ * execution it reports on would never settle. A copy with the bad bytes replaced tells which
+ * execution and attempt it names; nothing else is taken from it.
+ */
+static void salvage_target(result_msg_t *m, const mq_delivery_t *d)
+{
+    if (utf8_valid(d->body, d->body_len, NULL))
+        return;
+    char *clean = utf8_clean(d->body, d->body_len);
+    envelope_t env;
+    char err[ERRBUF_SIZE];
+    inmsg_t keep = m->in;
+    if (clean && envelope_decode(clean, strlen(clean), &env, err, sizeof err) == 0) {
+        if (env.type == MSG_EXECUTION_COMPLETED && parse_target(m, &env) != 0) {
+            m->completion = false; /* no attempt to fence by */
+            m->in.has_execution_id = false;
+        }
+        envelope_free(&env);
+    }
+    bool named = m->in.has_execution_id;
+    int64_t id = m->in.execution_id;
+    m->in = keep; /* the original rejection stands */
+    m->in.has_execution_id = named;
+    m->in.execution_id = id;
+    free(clean);
+}
+
+static int parse_result(result_msg_t *m, const mq_delivery_t *d)
+{
+    if (inmsg_open(&m->in, d) != 0) {
+        salvage_target(m, d);
         return -1;
-    jf_t p = {m->in.env.payload, "payload", err, sizeof err};
+    }
     msg_type_t t = m->in.env.type;
     if (t != MSG_EXECUTION_STATUS_CHANGED && t != MSG_EXECUTION_COMPLETED)
         return inmsg_reject(&m->in, "unknown_type",
                             "message type '%s' does not belong in the results queue",
                             m->in.env.type_name);
-    int rc = jf_execution_id(&p, false, &m->execution_id);
-    if (rc <= 0)
-        return inmsg_reject(&m->in, rc == 0 ? "missing_execution_id" : "parse_error", "%s",
-                            rc == 0 ? "the payload has no execution_id" : err);
-    rc = jf_int(&p, "attempt", false, 1, INT32_MAX, &v);
-    if (rc < 0)
-        return inmsg_reject(&m->in, "parse_error", "%s", err);
-    m->attempt = rc == 1 ? (int)v : m->in.env.attempt;
-    if (m->attempt < 1)
-        return inmsg_reject(&m->in, "parse_error",
-                            "no attempt in the payload or the envelope headers");
+    if (parse_target(m, &m->in.env) != 0)
+        return -1;
     parse_worker(m);
+    parse_process(m);
     if (parse_status(m) != 0)
         return -1;
+    if (m->target == EXEC_RUNNING)
+        parse_running(m);
     return m->target == EXEC_RUNNING ? 0 : parse_outcome(m);
 }
 
@@ -177,6 +252,9 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
 }
 
 /* clang-format off */
+/* $1..$8 and $11..$13 are the messages' arrays (A_* below), $9/$10 the guard's pairs. A running
+ * report also records the worker's incarnation, when it sent the report (its clock) and the
+ * timeout it applies; a completion keeps what the running report said. */
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
     " worker = coalesce(u.worker, e.worker),"
@@ -188,13 +266,19 @@ static const char apply_sql[] =
     " outcome = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.outcome"
     "   ELSE u.outcome::jsonb END,"
     " ended_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.ended_at ELSE now() END,"
+    " incarnation = coalesce(u.incarnation, e.incarnation),"
+    " reported_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN u.reported_at::timestamptz"
+    "   ELSE e.reported_at END,"
+    " effective_timeout_s = CASE WHEN u.status = " EXEC_SQL(RUNNING)
+    "   THEN coalesce(u.timeout_s, e.effective_timeout_s) ELSE e.effective_timeout_s END,"
     " wait_reason = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[],"
-    "   $9::text[], $10::text[])"
-    "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at, ord)"
+    "   $7::text[], $8::text[], $11::text[], $12::text[], $13::int[])"
+    "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at,"
+    "   incarnation, reported_at, timeout_s, ord)"
     " JOIN executions o ON o.id = u.id" /* the row as it was, for the metrics */
     " WHERE e.id = u.id AND e.attempt = u.attempt"
-    "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($7::text[], $8::text[]) AS p(f, t))"
+    "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($9::text[], $10::text[]) AS p(f, t))"
     " RETURNING u.ord,"
     " CASE WHEN o.started_at IS NULL THEN extract(epoch FROM e.started_at - e.created_at) END,"
     " CASE WHEN u.status <> " EXEC_SQL(RUNNING) " THEN"
@@ -210,6 +294,22 @@ static const char after_cancel_sql[] =
     "   WITH ORDINALITY AS u(id, attempt, status, worker, error, ord)"
     " JOIN executions e ON e.id = u.id WHERE e.cancelled_by IS NOT NULL ORDER BY u.ord";
 /* clang-format on */
+
+/* The arrays of apply_sql, in parameter order ($9 and $10 come between A_STARTED and A_INC). */
+enum {
+    A_ID,
+    A_ATTEMPT,
+    A_STATUS,
+    A_WORKER,
+    A_RESULT,
+    A_ERROR,
+    A_OUTCOME,
+    A_STARTED,
+    A_INCARNATION,
+    A_REPORTED,
+    A_TIMEOUT,
+    A_COUNT
+};
 
 /* The guard: every legal (from, to) pair into the statuses workers report; and cancelled,
  * which a worker reports only for an execution the executor asked it to cancel. */
@@ -230,47 +330,48 @@ static int guard_literals(char *from, char *to, size_t len)
 
 static void add_round_message(pgarr_t *a, const result_msg_t *m)
 {
-    pgarr_add_int(&a[0], m->execution_id);
-    pgarr_add_int(&a[1], m->attempt);
-    pgarr_add(&a[2], trans_status_name(m->target));
-    pgarr_add(&a[3], m->worker[0] ? m->worker : NULL);
-    pgarr_add(&a[4], m->result);
-    pgarr_add(&a[5], m->error_text);
-    pgarr_add(&a[6], m->outcome);
-    pgarr_add(&a[7], m->started_at[0] ? m->started_at : NULL);
+    pgarr_add_int(&a[A_ID], m->execution_id);
+    pgarr_add_int(&a[A_ATTEMPT], m->attempt);
+    pgarr_add(&a[A_STATUS], trans_status_name(m->target));
+    pgarr_add(&a[A_WORKER], m->worker[0] ? m->worker : NULL);
+    pgarr_add(&a[A_RESULT], m->result);
+    pgarr_add(&a[A_ERROR], m->error_text);
+    pgarr_add(&a[A_OUTCOME], m->outcome);
+    pgarr_add(&a[A_STARTED], m->started_at[0] ? m->started_at : NULL);
+    pgarr_add(&a[A_INCARNATION], m->incarnation[0] ? m->incarnation : NULL);
+    pgarr_add(&a[A_REPORTED], m->reported_at[0] ? m->reported_at : NULL);
+    pgarr_add_int_or_null(&a[A_TIMEOUT], m->timeout_s > 0, m->timeout_s);
 }
 
 /* One UPDATE for the messages of round `round`; marks those it applied. */
 static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round,
                        executor_stats_t *counts, char *err, size_t errlen)
 {
-    enum { NARRAYS = 8 };
-    pgarr_t a[NARRAYS];
+    pgarr_t a[A_COUNT];
     size_t *index = calloc(n, sizeof *index);
     size_t k = 0;
-    for (int i = 0; i < NARRAYS; i++)
+    for (int i = 0; i < A_COUNT; i++)
         pgarr_init(&a[i]);
     for (size_t i = 0; index && i < n; i++)
         if (!msgs[i].in.reason[0] && msgs[i].round == round) {
             add_round_message(a, &msgs[i]);
             index[k++] = i;
         }
+    enum { NPARAMS = A_COUNT + 2 };
     char from[1024], to[1024];
-    const char *params[10] = {NULL};
+    const char *params[NPARAMS] = {NULL};
     int rc = guard_literals(from, to, sizeof from);
-    for (int i = 0; i < 6 && rc == 0; i++)
-        if (!(params[i] = pgarr_text(&a[i])))
+    for (int i = 0; i < A_COUNT && rc == 0; i++) /* the guard's two sit after A_STARTED */
+        if (!(params[i < A_INCARNATION ? i : i + 2] = pgarr_text(&a[i])))
             rc = -1;
-    params[6] = from;
-    params[7] = to;
-    if (rc == 0 && (!(params[8] = pgarr_text(&a[6])) || !(params[9] = pgarr_text(&a[7]))))
-        rc = -1;
+    params[A_INCARNATION] = from;
+    params[A_INCARNATION + 1] = to;
     PGresult *res = NULL;
     if (rc != 0 || !index) {
         snprintf(err, errlen, "out of memory");
         rc = -1; /* never commit and ack a batch that was not applied */
     } else {
-        rc = db_exec(db, apply_sql, 10, params, &res, err, errlen);
+        rc = db_exec(db, apply_sql, NPARAMS, params, &res, err, errlen);
     }
     for (int r = 0; rc == 0 && r < PQntuples(res); r++) {
         long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
@@ -283,7 +384,7 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round,
     }
     PQclear(res);
     free(index);
-    for (int i = 0; i < NARRAYS; i++)
+    for (int i = 0; i < A_COUNT; i++)
         pgarr_free(&a[i]);
     return rc;
 }
@@ -326,30 +427,140 @@ static int record_after_cancel(PGconn *db, const result_msg_t *msgs, size_t n,
     return rc;
 }
 
-/* The unusable messages become dead letters, then the rounds are applied in order. */
+/* clang-format off */
+static const char fail_unprocessable_sql[] =
+    "UPDATE executions e SET status = " EXEC_SQL(FAILED) ", error = u.error,"
+    " result = jsonb_build_object('error', u.error, 'worker', u.worker, 'attempt', u.attempt),"
+    " wait_reason = NULL"
+    " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS u(id, attempt, error, worker)"
+    " WHERE e.id = u.id AND e.attempt = u.attempt AND e.status = ANY($5::text[])"
+    " RETURNING e.id";
+/* clang-format on */
+
+/* Fail the attempts of the unprocessable completions, in one attempt-fenced CAS. */
+static int fail_unprocessable(PGconn *db, const result_msg_t *msgs, size_t n,
+                              executor_stats_t *counts, char *err, size_t errlen)
+{
+    pgarr_t a[4];
+    size_t want = 0;
+    for (int i = 0; i < 4; i++)
+        pgarr_init(&a[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (!msgs[i].unprocessable)
+            continue;
+        char error[ERRBUF_SIZE + 64];
+        snprintf(error, sizeof error, UNAPPLIED_ERROR ": %s", msgs[i].in.error);
+        pgarr_add_int(&a[0], msgs[i].execution_id);
+        pgarr_add_int(&a[1], msgs[i].attempt);
+        pgarr_add(&a[2], error);
+        pgarr_add(&a[3], msgs[i].worker[0] ? msgs[i].worker : NULL);
+        want++;
+    }
+    char sources[256];
+    const char *params[5] = {pgarr_text(&a[0]), pgarr_text(&a[1]), pgarr_text(&a[2]),
+                             pgarr_text(&a[3]), sources};
+    int rc = trans_sources_literal(EXEC_FAILED, sources, sizeof sources);
+    for (int i = 0; i < 4; i++)
+        if (!params[i])
+            rc = -1;
+    PGresult *res = NULL;
+    if (rc != 0)
+        snprintf(err, errlen, "out of memory");
+    else if (want > 0 &&
+             (rc = db_exec(db, fail_unprocessable_sql, 5, params, &res, err, errlen)) == 0)
+        counts->results_unprocessable += (uint64_t)PQntuples(res);
+    PQclear(res);
+    for (int i = 0; i < 4; i++)
+        pgarr_free(&a[i]);
+    return rc;
+}
+
+/* Mark the messages not applied because their execution is on a later attempt. */
+static void mark_older(result_msg_t *msgs, size_t n, int64_t id, int attempt)
+{
+    for (size_t i = 0; i < n; i++) {
+        result_msg_t *m = &msgs[i];
+        if (m->in.reason[0] || m->applied || m->execution_id != id || m->attempt >= attempt)
+            continue;
+        m->older_attempt = true;
+        inmsg_reject(&m->in, "stale_attempt_result",
+                     "a result of attempt %d; the execution is on attempt %d: a copy of an "
+                     "earlier dispatch ran too",
+                     m->attempt, attempt);
+    }
+}
+
+/*
+ * A result of an attempt older than the row's comes from a copy of an earlier dispatch that ran
+ * after all (its publish had no answer, and the execution went out again). It changes nothing,
+ * but it must leave a trace, so such a run is never silent: a dead letter each, reason
+ * stale_attempt_result. Only the messages that were not applied are looked at.
+ */
+static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *err, size_t errlen)
+{
+    pgarr_t ids;
+    pgarr_init(&ids);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!msgs[i].in.reason[0] && !msgs[i].applied) {
+            pgarr_add_int(&ids, msgs[i].execution_id);
+            k++;
+        }
+    const char *params[] = {pgarr_text(&ids)};
+    PGresult *res = NULL;
+    int rc = 0;
+    if (!params[0]) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    } else if (k > 0) {
+        rc = db_exec(db, "SELECT id, attempt FROM executions WHERE id = ANY($1::bigint[])", 1,
+                     params, &res, err, errlen);
+    }
+    for (int r = 0; rc == 0 && res && r < PQntuples(res); r++)
+        mark_older(msgs, n, strtoll(PQgetvalue(res, r, 0), NULL, 10), atoi(PQgetvalue(res, r, 1)));
+    PQclear(res);
+    pgarr_free(&ids);
+    return rc;
+}
+
+/* Unprocessable completions fail their attempt, the rounds are applied in order, a report that
+ * changed nothing for a cancelled execution joins its history, and every message that cannot be
+ * used or came from an older attempt becomes a dead letter. */
 static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
     result_msg_t *msgs = b->items;
     int rounds = assign_rounds(msgs, b->n);
-    if (dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
+    if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0)
         return -1;
     for (int r = 0; r < rounds; r++)
         if (apply_round(db, msgs, b->n, r, &b->counts, err, errlen) != 0)
             return -1;
-    if (record_after_cancel(db, msgs, b->n, &b->counts, err, errlen) != 0)
+    if (note_older_attempts(db, msgs, b->n, err, errlen) != 0 ||
+        record_after_cancel(db, msgs, b->n, &b->counts, err, errlen) != 0 ||
+        dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
         return -1;
     for (size_t i = 0; i < b->n; i++)
-        if (!msgs[i].in.reason[0]) {
+        if (!msgs[i].in.reason[0] || msgs[i].older_attempt) {
             b->counts.results_applied += msgs[i].applied;
             b->counts.results_stale += !msgs[i].applied;
         }
     return 0;
 }
 
+/* A completion that names its execution and attempt but cannot be applied: it fails that
+ * attempt rather than leaving it running forever; its dead letter keeps the reason. */
+static void mark_unprocessable(result_msg_t *m)
+{
+    m->unprocessable = true;
+    snprintf(m->in.reason, sizeof m->in.reason, "unprocessable_result");
+}
+
 static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
     (void)queue;
-    (void)parse_result(item, d);
+    result_msg_t *m = item;
+    if (parse_result(m, d) != 0 && m->completion && m->attempt >= 1)
+        mark_unprocessable(m);
 }
 
 static void log_outcome(const void *item, const char *queue)
@@ -358,7 +569,14 @@ static void log_outcome(const void *item, const char *queue)
     char id[24], attempt[16];
     snprintf(id, sizeof id, "%" PRId64, m->execution_id);
     snprintf(attempt, sizeof attempt, "%d", m->attempt);
-    if (m->in.reason[0]) {
+    if (m->older_attempt) {
+        log_kv(LOG_WARN, "result of an older attempt: a copy of an earlier dispatch ran too",
+               "execution_id", id, "attempt", attempt, "worker", m->worker, "error", m->in.error,
+               NULL);
+    } else if (m->unprocessable) {
+        log_kv(LOG_WARN, "completion cannot be applied: execution failed", "execution_id", id,
+               "attempt", attempt, "worker", m->worker, "error", m->in.error, NULL);
+    } else if (m->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable result message stored as a dead letter", "reason",
                m->in.reason, "error", m->in.error, "queue", queue, NULL);
     } else if (m->applied) {
@@ -381,9 +599,37 @@ static void results_free(void *item)
     free(m->outcome);
 }
 
+/* One message whose transaction the database refused (a number out of jsonb's range, say):
+ * a completion fails its attempt with the database's reason, anything else is stored with
+ * its execution id; if even that is refused, the consumer stores it raw. */
+static int refused_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
+{
+    result_msg_t *msgs = b->items;
+    for (size_t i = 0; i < b->n; i++) {
+        result_msg_t *m = &msgs[i];
+        if (m->in.reason[0])
+            continue; /* its dead letter was refused: the raw record is next */
+        inmsg_reject(&m->in, "store_error", "the database refused it: %s",
+                     b->refused ? b->refused : "");
+        if (m->completion)
+            mark_unprocessable(m);
+    }
+    if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0)
+        return -1;
+    return dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen);
+}
+
+static const consumer_handler_t results_refused_handler = {.what = "failing what cannot be applied",
+                                                           .item_size = sizeof(result_msg_t),
+                                                           .parse = results_parse,
+                                                           .work = refused_work,
+                                                           .log_item = log_outcome,
+                                                           .free_item = results_free};
+
 const consumer_handler_t results_handler = {.what = "applying results",
                                             .item_size = sizeof(result_msg_t),
                                             .parse = results_parse,
                                             .work = results_work,
                                             .log_item = log_outcome,
-                                            .free_item = results_free};
+                                            .free_item = results_free,
+                                            .on_refused = &results_refused_handler};

@@ -1,13 +1,17 @@
 /*
  * The scheduler: each tick claims requested executions (oldest first, SKIP LOCKED so several
  * executors share the work), assigns workers, commits them as scheduled, then publishes the
- * dispatches with confirms. A dispatch the broker did not confirm is moved back to requested.
+ * dispatches with confirms. How each publish ended is recorded in one statement: confirmed
+ * (dispatch_confirmed_at), or moved back to requested when the broker refused it or it was
+ * never written; a publish without an answer stays scheduled (see publish_unknown).
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "executor/assign.h"
+#include "executor/fault.h"
 #include "executor/pgtext.h"
 #include "executor/scheduler.h"
 #include "warren/db.h"
@@ -23,10 +27,9 @@
 #define IN_FLIGHT                                                                               \
     "(" EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", "               \
     EXEC_SQL(CANCELING) ")"
-/* A worker is live while its heartbeat is younger than heartbeat_stale_factor intervals. */
-#define LIVE_WORKER                                                                             \
-    "w.status = 'online' AND w.last_heartbeat > now() - make_interval(secs => $1::int * "      \
-    "w.heartbeat_interval_s)"
+/* A worker is live while online and fresh (schema 007: heartbeat_stale_factor intervals,
+ * counted from the later of its heartbeat and when the executor could hear again). */
+#define LIVE_WORKER "warren_worker_live(w, $1::int)"
 
 /*
  * Claims come after the live workers are loaded, in two statements. Pinned rows (their own
@@ -67,6 +70,8 @@ static const char update_sql[] =
     " worker = coalesce(u.worker, e.worker),"
     " attempt = CASE WHEN u.worker IS NOT NULL THEN e.attempt + 1 ELSE e.attempt END,"
     " scheduled_at = CASE WHEN u.worker IS NOT NULL THEN now() ELSE e.scheduled_at END,"
+    " dispatch_confirmed_at = CASE WHEN u.worker IS NOT NULL THEN NULL"
+    "   ELSE e.dispatch_confirmed_at END,"
     " wait_reason = u.wait_reason"
     " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY"
     "   AS u(id, worker, wait_reason, fail_error, ord)"
@@ -74,12 +79,17 @@ static const char update_sql[] =
     "   OR u.fail_error IS NOT NULL OR e.wait_reason IS DISTINCT FROM u.wait_reason)"
     " RETURNING u.ord, (u.worker IS NOT NULL AND u.fail_error IS NULL)::int";
 
-static const char revert_sql[] =
-    "UPDATE executions e SET status = " EXEC_SQL(REQUESTED) ","
-    " wait_reason = 'last dispatch was not confirmed by the broker; it will be dispatched again'"
-    " FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)"
+/* After a publish batch, one statement records how each dispatch ended: confirmed (the
+ * monitor then knows it is in a queue), or refused / never written (back to requested). */
+static const char settle_sql[] =
+    "UPDATE executions e SET"
+    " status = CASE WHEN u.confirmed THEN e.status ELSE " EXEC_SQL(REQUESTED) " END,"
+    " dispatch_confirmed_at = CASE WHEN u.confirmed THEN now() ELSE e.dispatch_confirmed_at END,"
+    " wait_reason = CASE WHEN u.confirmed THEN e.wait_reason"
+    "   ELSE '" SCHED_UNCONFIRMED_REASON "' END"
+    " FROM unnest($1::bigint[], $2::int[], $3::bool[]) AS u(id, attempt, confirmed)"
     " WHERE e.id = u.id AND e.status = " EXEC_SQL(SCHEDULED) " AND e.attempt = u.attempt"
-    " RETURNING e.id";
+    " RETURNING (NOT u.confirmed)::int";
 /* clang-format on */
 
 typedef struct sched_job {
@@ -193,8 +203,9 @@ static int claim(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
     return 0;
 }
 
-/* Count the capability names of every worker so one array holds them all. */
-static size_t parse_capabilities(sched_batch_t *b)
+/* Decode each worker's capabilities column (a JSON array) into caps[i]; returns how many names
+ * they hold together, so that one array can hold them all. */
+static size_t decode_capabilities(sched_batch_t *b)
 {
     size_t total = 0;
     for (size_t i = 0; i < b->nw; i++) {
@@ -239,7 +250,7 @@ static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
         return -1;
     }
     b->nw = nw; /* only now: batch_free walks caps[0..nw) */
-    b->cap_names = calloc(parse_capabilities(b) + 1, sizeof *b->cap_names);
+    b->cap_names = calloc(decode_capabilities(b) + 1, sizeof *b->cap_names);
     if (!b->cap_names) {
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -249,9 +260,12 @@ static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
 }
 
 /* The dispatch envelope for a job; sets fail_error when none can be built. */
-static void build_dispatch(sched_job_t *j)
+static void build_dispatch(sched_job_t *j, int64_t start_deadline_us)
 {
-    dispatch_t d = {.execution_id = j->id, .attempt = j->attempt, .timeout_s = j->timeout_s};
+    dispatch_t d = {.execution_id = j->id,
+                    .attempt = j->attempt,
+                    .timeout_s = j->timeout_s,
+                    .start_deadline_us = start_deadline_us};
     snprintf(d.worker_id, sizeof d.worker_id, "%s", j->worker);
     snprintf(d.action_ref, sizeof d.action_ref, "%s", j->action_ref);
     if (topo_dispatch_key(j->worker, j->routing_key, sizeof j->routing_key) != 0) {
@@ -277,6 +291,10 @@ static void build_dispatch(sched_job_t *j)
 
 static void assign(sched_batch_t *b)
 {
+    /* No worker may start a dispatch after the monitor could have failed it for not starting:
+     * now (before the UPDATE's scheduled_at) + executor.scheduled_timeout_s. */
+    int64_t deadline_us =
+        (now_wall_ms() + (int64_t)b->s->cfg->executor.scheduled_timeout_s * 1000) * 1000;
     for (size_t i = 0; i < b->n; i++)
         b->jobs[i].a.worker = ASSIGN_NONE;
     assign_worker_t *w = b->w;
@@ -288,7 +306,7 @@ static void assign(sched_batch_t *b)
                     : j->a.worker >= 0           ? w[j->a.worker].id
                                                  : NULL;
         if (j->worker)
-            build_dispatch(j);
+            build_dispatch(j, deadline_us);
     }
 }
 
@@ -337,7 +355,7 @@ static int sched_work(PGconn *db, void *arg, char *err, size_t errlen)
     return write_outcome(db, b, err, errlen);
 }
 
-static bool declared(const declared_set_t *s, const char *id)
+static bool already_declared(const declared_set_t *s, const char *id)
 {
     for (size_t i = 0; i < s->n; i++)
         if (!strcmp(s->ids[i], id))
@@ -347,7 +365,7 @@ static bool declared(const declared_set_t *s, const char *id)
 
 static void remember_declared(declared_set_t *s, const char *id)
 {
-    if (declared(s, id))
+    if (already_declared(s, id))
         return;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
@@ -369,7 +387,8 @@ static void declare_pinned(sched_t *s, const sched_batch_t *b)
 {
     for (size_t i = 0; i < b->n; i++) {
         const sched_job_t *j = &b->jobs[i];
-        if (!j->scheduled || j->a.worker != ASSIGN_PINNED || declared(&s->declared, j->worker))
+        if (!j->scheduled || j->a.worker != ASSIGN_PINNED ||
+            already_declared(&s->declared, j->worker))
             continue;
         char err[ERRBUF_SIZE];
         if (topo_declare_worker(s->pub, s->cfg, j->worker, err, sizeof err) == 0)
@@ -380,39 +399,48 @@ static void declare_pinned(sched_t *s, const sched_batch_t *b)
     }
 }
 
-static void queue_revert(sched_t *s, int64_t id, int attempt)
+static void queue_settle(sched_t *s, int64_t id, int attempt, bool confirmed)
 {
-    if (s->n_revert == s->cap_revert) {
-        size_t cap = s->cap_revert ? 2 * s->cap_revert : 64;
-        int64_t *ids = realloc(s->revert_ids, cap * sizeof *ids);
-        if (ids)
-            s->revert_ids = ids;
-        int *attempts = realloc(s->revert_attempts, cap * sizeof *attempts);
-        if (attempts)
-            s->revert_attempts = attempts;
-        if (!ids || !attempts) {
-            /* The row stays scheduled; the timeout monitor fails it in the end. */
-            log_kv(LOG_ERROR, "out of memory remembering an unconfirmed dispatch", NULL);
+    if (s->n_settle == s->cap_settle) {
+        size_t cap = s->cap_settle ? 2 * s->cap_settle : 64;
+        sched_settle_t *grown = realloc(s->settle, cap * sizeof *grown);
+        if (!grown) {
+            /* The row stays scheduled and unconfirmed; the monitor returns it to requested. */
+            log_kv(LOG_ERROR, "out of memory remembering how a dispatch ended", NULL);
             return;
         }
-        s->cap_revert = cap;
+        s->settle = grown;
+        s->cap_settle = cap;
     }
-    s->revert_ids[s->n_revert] = id;
-    s->revert_attempts[s->n_revert++] = attempt;
+    s->settle[s->n_settle++] = (sched_settle_t){
+        .id = id, .attempt = attempt, .confirmed = confirmed};
+    s->n_revert += !confirmed;
 }
 
-/* The broker never got (or never confirmed) these: move them back to requested. */
+/* The broker refused these (nack, return, channel closed) or they were never written: move
+ * them back to requested. */
 static void publish_failed(sched_t *s, const sched_job_t *j, int status)
 {
     s->stats->dispatch_failed++;
-    log_kv(LOG_WARN, "dispatch not confirmed; moving it back to requested", "execution_id",
+    log_kv(LOG_WARN, "dispatch refused or never sent; moving it back to requested", "execution_id",
            j->id_text, "worker", j->worker, "status", mq_status_name(status), NULL);
-    queue_revert(s, j->id, j->attempt);
+    queue_settle(s, j->id, j->attempt, false);
+}
+
+/* Written without an answer (confirm timeout, connection lost after the write): the dispatch
+ * may be in the worker's queue. Sending it again now could run the execution twice, so it stays
+ * scheduled, and the worker's report (or the timeout monitor) settles it. */
+static void publish_unknown(sched_t *s, const sched_job_t *j, int status)
+{
+    s->stats->dispatch_unknown++;
+    log_kv(LOG_WARN, "dispatch outcome unknown; it stays scheduled", "execution_id", j->id_text,
+           "worker", j->worker, "status", mq_status_name(status), NULL);
 }
 
 static void publish_confirmed(sched_t *s, const sched_job_t *j)
 {
     s->stats->dispatched++;
+    queue_settle(s, j->id, j->attempt, true);
     if (j->a.worker == ASSIGN_PINNED)
         remember_declared(&s->declared, j->worker);
     log_kv(LOG_DEBUG, "dispatched", "execution_id", j->id_text, "worker", j->worker, "message_id",
@@ -454,6 +482,8 @@ static void publish(sched_t *s, sched_batch_t *b)
         stats_confirm(s->stats, results[k]);
         if (results[k] == MQ_OK)
             publish_confirmed(s, &b->jobs[job_of[k]]);
+        else if (mq_status_maybe_delivered(results[k]))
+            publish_unknown(s, &b->jobs[job_of[k]], results[k]);
         else
             publish_failed(s, &b->jobs[job_of[k]], results[k]);
     }
@@ -462,45 +492,49 @@ static void publish(sched_t *s, sched_batch_t *b)
     free(results);
 }
 
-typedef struct revert_batch {
+typedef struct settle_batch {
     sched_t *s;
     size_t reverted;
-} revert_batch_t;
+} settle_batch_t;
 
-static int revert_work(PGconn *db, void *arg, char *err, size_t errlen)
+static int settle_work(PGconn *db, void *arg, char *err, size_t errlen)
 {
-    revert_batch_t *r = arg;
+    settle_batch_t *r = arg;
     sched_t *s = r->s;
-    pgarr_t ids, attempts;
-    pgarr_init(&ids);
-    pgarr_init(&attempts);
-    for (size_t i = 0; i < s->n_revert; i++) {
-        pgarr_add_int(&ids, s->revert_ids[i]);
-        pgarr_add_int(&attempts, s->revert_attempts[i]);
+    pgarr_t a[3];
+    for (int k = 0; k < 3; k++)
+        pgarr_init(&a[k]);
+    for (size_t i = 0; i < s->n_settle; i++) {
+        pgarr_add_int(&a[0], s->settle[i].id);
+        pgarr_add_int(&a[1], s->settle[i].attempt);
+        pgarr_add(&a[2], s->settle[i].confirmed ? "t" : "f");
     }
-    const char *params[] = {pgarr_text(&ids), pgarr_text(&attempts)};
+    const char *params[] = {pgarr_text(&a[0]), pgarr_text(&a[1]), pgarr_text(&a[2])};
     PGresult *res = NULL;
-    int rc = params[0] && params[1] ? db_exec(db, revert_sql, 2, params, &res, err, errlen) : -1;
-    if (!params[0] || !params[1])
+    int rc = -1;
+    if (params[0] && params[1] && params[2])
+        rc = db_exec(db, settle_sql, 3, params, &res, err, errlen);
+    else
         snprintf(err, errlen, "out of memory");
-    if (rc == 0)
-        r->reverted = (size_t)PQntuples(res);
+    for (int i = 0; rc == 0 && i < PQntuples(res); i++)
+        r->reverted += atoi(PQgetvalue(res, i, 0)) == 1;
     PQclear(res);
-    pgarr_free(&ids);
-    pgarr_free(&attempts);
+    for (int k = 0; k < 3; k++)
+        pgarr_free(&a[k]);
     return rc;
 }
 
 void sched_flush_reverts(sched_t *s)
 {
-    if (s->n_revert == 0)
+    if (s->n_settle == 0)
         return;
-    revert_batch_t r = {.s = s};
-    /* Kept on failure: the next tick tries again, before claiming anything new. */
-    if (dbc_transaction(s->db, "moving unconfirmed dispatches back", revert_work, &r) != DBC_OK)
+    settle_batch_t r = {.s = s};
+    /* Kept on failure: the next tick tries again, before claiming anything new. One statement,
+     * no transaction around it: this is on every batch's path. */
+    if (dbc_statement(s->db, "recording how dispatches ended", settle_work, &r) != DBC_OK)
         return;
     s->stats->dispatch_reverted += r.reverted;
-    s->n_revert = 0;
+    s->n_settle = s->n_revert = 0;
 }
 
 /* Log the publish breaker's state changes as the scheduler sees them: it can stay open for a
@@ -539,6 +573,7 @@ void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_
     s->db = db;
     s->pub = pub;
     s->stats = stats;
+    s->fault_exit_after_commit = fault_armed("exit_after_commit"); /* tests only */
 }
 
 size_t sched_pending_reverts(const sched_t *s)
@@ -549,7 +584,7 @@ size_t sched_pending_reverts(const sched_t *s)
 int sched_tick(sched_t *s)
 {
     sched_flush_reverts(s);
-    if (s->n_revert > 0)
+    if (s->n_settle > 0)
         return -1; /* the database is not taking writes: do not claim more */
     if (breaker_blocks(s))
         return -1;
@@ -563,6 +598,10 @@ int sched_tick(sched_t *s)
     size_t dispatched = 0;
     for (size_t i = 0; i < b.n; i++)
         dispatched += b.jobs[i].scheduled;
+    if (s->fault_exit_after_commit && dispatched > 0) {
+        log_kv(LOG_WARN, "WARREN_FAULT=exit_after_commit: SIGKILL after the COMMIT", NULL);
+        raise(SIGKILL);
+    }
     declare_pinned(s, &b);
     publish(s, &b);
     sched_flush_reverts(s);
@@ -577,6 +616,5 @@ void sched_free(sched_t *s)
     for (size_t i = 0; i < s->declared.n; i++)
         free(s->declared.ids[i]);
     free(s->declared.ids);
-    free(s->revert_ids);
-    free(s->revert_attempts);
+    free(s->settle);
 }

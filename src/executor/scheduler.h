@@ -19,6 +19,18 @@ typedef struct declared_set {
     size_t n, cap;
 } declared_set_t;
 
+/* The wait reason of a row whose dispatch went back to requested; warren_wait_reason (schema
+ * 005) shows it as stored. */
+#define SCHED_UNCONFIRMED_REASON                                                                   \
+    "last dispatch was not confirmed by the broker; it will be dispatched again"
+
+/* How one publish ended, to be recorded: confirmed, or back to requested. */
+typedef struct sched_settle {
+    int64_t id;
+    int attempt;
+    bool confirmed;
+} sched_settle_t;
+
 typedef struct sched {
     const warren_config_t *cfg; /* borrowed: executor.*, the exchange, worker topology */
     dbconn_t *db;               /* borrowed */
@@ -26,9 +38,10 @@ typedef struct sched {
     executor_stats_t *stats;    /* borrowed */
     declared_set_t declared;
     breaker_state_t breaker_state; /* last publish breaker state logged (open/closed) */
-    int64_t *revert_ids;           /* unconfirmed dispatches still to move back to requested */
-    int *revert_attempts;
-    size_t n_revert, cap_revert;
+    sched_settle_t *settle;        /* publish outcomes not recorded yet */
+    size_t n_settle, cap_settle;
+    size_t n_revert;              /* of which going back to requested */
+    bool fault_exit_after_commit; /* WARREN_FAULT=exit_after_commit (tests only) */
 } sched_t;
 
 /* Borrows everything it is given (no I/O). Free with sched_free(). */
@@ -39,9 +52,11 @@ void sched_free(sched_t *s);
  * went out), 0 when it should wait executor.poll_interval_ms, -1 when it did not run
  * (breaker open, database unavailable). */
 int sched_tick(sched_t *s);
-/* Move unconfirmed dispatches that could not be reverted yet back to requested. */
+/* Record the publish outcomes not recorded yet: confirmations, and refused dispatches moved
+ * back to requested. */
 void sched_flush_reverts(sched_t *s);
-/* Unconfirmed dispatches not moved back yet (they stay scheduled if the executor stops). */
+/* Refused dispatches not moved back yet (they stay scheduled and unconfirmed if the executor
+ * stops: the monitor returns them to requested). */
 size_t sched_pending_reverts(const sched_t *s);
 
 #endif

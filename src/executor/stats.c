@@ -31,24 +31,11 @@ uint64_t stats_dead_letters(const executor_stats_t *s, const char *reason)
 
 void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
 {
-    dst->sched_ticks += src->sched_ticks;
-    dst->dispatched += src->dispatched;
-    dst->dispatch_failed += src->dispatch_failed;
-    dst->dispatch_reverted += src->dispatch_reverted;
-    dst->results_applied += src->results_applied;
-    dst->results_stale += src->results_stale;
-    dst->heartbeats += src->heartbeats;
-    dst->monitor_failed += src->monitor_failed;
-    dst->monitor_abandoned += src->monitor_abandoned;
-    dst->dlq_failed_executions += src->dlq_failed_executions;
-    dst->dead_letter_duplicates += src->dead_letter_duplicates;
-    dst->batches_retried += src->batches_retried;
-    dst->acks_failed += src->acks_failed;
-    dst->poison_stored += src->poison_stored;
-    dst->results_after_cancel += src->results_after_cancel;
-    dst->cancels_requested += src->cancels_requested;
-    dst->cancel_messages += src->cancel_messages;
-    dst->cancel_messages_failed += src->cancel_messages_failed;
+#define STATS_ADD(name) dst->name += src->name;
+    EXECUTOR_COUNTERS(STATS_ADD)
+#undef STATS_ADD
+    if (src->dead_letter_age_s > dst->dead_letter_age_s)
+        dst->dead_letter_age_s = src->dead_letter_age_s;
     for (size_t i = 0; i < sizeof dst->confirms / sizeof dst->confirms[0]; i++)
         dst->confirms[i] += src->confirms[i];
     metrics_hist_merge(&dst->dispatch_latency, &src->dispatch_latency);
@@ -71,33 +58,25 @@ static void reasons_text(const executor_stats_t *s, char *buf, size_t len)
         snprintf(buf + o, len - o, "%sother=%" PRIu64, o ? "," : "", s->dead_letters_other);
 }
 
-#define NUM(field)                                                                                 \
-    char field##_t[24];                                                                            \
-    snprintf(field##_t, sizeof field##_t, "%" PRIu64, s->field)
-
 void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_errors)
 {
-    NUM(dispatched);
-    NUM(dispatch_failed);
-    NUM(dispatch_reverted);
-    NUM(results_applied);
-    NUM(results_stale);
-    NUM(heartbeats);
-    NUM(monitor_failed);
-    NUM(monitor_abandoned);
-    NUM(dlq_failed_executions);
-    NUM(dead_letter_duplicates);
-    NUM(batches_retried);
-    char db_t[24], reasons[512];
+    struct {
+#define STATS_TEXT_FIELD(name) char name[24];
+        EXECUTOR_COUNTERS(STATS_TEXT_FIELD)
+#undef STATS_TEXT_FIELD
+    } t;
+    char db_t[24], age_t[24], reasons[512];
+#define STATS_TEXT(name) snprintf(t.name, sizeof t.name, "%" PRIu64, s->name);
+    EXECUTOR_COUNTERS(STATS_TEXT)
+#undef STATS_TEXT
     snprintf(db_t, sizeof db_t, "%" PRIu64, db_errors);
+    snprintf(age_t, sizeof age_t, "%" PRIu64, s->dead_letter_age_s);
     reasons_text(s, reasons, sizeof reasons);
-    log_kv(LOG_INFO, "stats", "dispatched", dispatched_t, "dispatch_failed", dispatch_failed_t,
-           "dispatch_reverted", dispatch_reverted_t, "results_applied", results_applied_t,
-           "results_stale", results_stale_t, "heartbeats", heartbeats_t, "monitor_failed",
-           monitor_failed_t, "monitor_abandoned", monitor_abandoned_t, "dlq_failed_executions",
-           dlq_failed_executions_t, "dead_letters", reasons, "dead_letter_duplicates",
-           dead_letter_duplicates_t, "batches_retried", batches_retried_t, "db_errors", db_t,
-           "breaker", breaker_state_name(breaker), NULL);
+#define STATS_KV(name) #name, t.name,
+    log_kv(LOG_INFO, "stats", EXECUTOR_COUNTERS(STATS_KV) "dead_letters", reasons,
+           "dead_letter_age_s", age_t, "db_errors", db_t, "breaker", breaker_state_name(breaker),
+           NULL);
+#undef STATS_KV
 }
 
 void stats_confirm(executor_stats_t *s, int status)
@@ -142,9 +121,11 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
     } counters[] = {
         {"warren_scheduler_ticks_total", "", "Scheduler ticks", &s->sched_ticks},
         {"warren_dispatches_total", "result=\"confirmed\"",
-         "Dispatches by result: confirmed by the broker, or not (moved back to requested)",
+         "Dispatches by result: confirmed by the broker, refused (moved back to requested), no "
+         "answer (left scheduled)",
          &s->dispatched},
         {"warren_dispatches_total", "result=\"unconfirmed\"", NULL, &s->dispatch_failed},
+        {"warren_dispatches_total", "result=\"unknown\"", NULL, &s->dispatch_unknown},
         {"warren_dispatch_reverts_total", "",
          "Unconfirmed dispatches moved back to requested by the compare-and-swap",
          &s->dispatch_reverted},
@@ -152,15 +133,24 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
          "Worker status reports and completions, applied or changing nothing (stale)",
          &s->results_applied},
         {"warren_results_total", "applied=\"false\"", NULL, &s->results_stale},
+        {"warren_results_unprocessable_total", "",
+         "Completions that could not be applied: their attempt failed", &s->results_unprocessable},
         {"warren_results_after_cancel_total", "",
          "Worker reports that arrived after a cancel and were kept in the history only",
          &s->results_after_cancel},
         {"warren_heartbeats_total", "", "Worker heartbeats applied", &s->heartbeats},
-        {"warren_monitor_transitions_total", "to=\"failed\"",
-         "Executions the timeout monitor ended: scheduled too long (failed), worker gone "
-         "(abandoned)",
+        {"warren_monitor_transitions_total", "to=\"failed\",reason=\"scheduled_timeout\"",
+         "Executions the timeout monitor moved, by status reached and reason (a canceling one "
+         "whose worker is gone or silent becomes cancelled, counted as abandoned)",
          &s->monitor_failed},
-        {"warren_monitor_transitions_total", "to=\"abandoned\"", NULL, &s->monitor_abandoned},
+        {"warren_monitor_transitions_total", "to=\"abandoned\",reason=\"worker_stale\"", NULL,
+         &s->monitor_abandoned},
+        {"warren_monitor_transitions_total", "to=\"abandoned\",reason=\"worker_restarted\"", NULL,
+         &s->abandoned_restarted},
+        {"warren_monitor_transitions_total", "to=\"abandoned\",reason=\"running_timeout\"", NULL,
+         &s->abandoned_timeout},
+        {"warren_monitor_transitions_total", "to=\"requested\",reason=\"unconfirmed\"", NULL,
+         &s->monitor_redispatched},
         {"warren_dead_letter_executions_failed_total", "",
          "Executions failed because their dispatch was dead-lettered", &s->dlq_failed_executions},
         {"warren_dead_letter_duplicates_total", "",

@@ -1,6 +1,6 @@
 /*
  * The executor's counters, in one place: every module bumps them here, and the periodic stats
- * log line (and later /metrics) reads them here.
+ * log line and /metrics read them here.
  */
 #ifndef WARREN_EXECUTOR_STATS_H
 #define WARREN_EXECUTOR_STATS_H
@@ -11,26 +11,41 @@
 
 #define STATS_MAX_REASONS 24
 
+/* X(name): every counter, in the order of the stats log line. Adding a counter is one line
+ * here: the struct, stats_merge() and stats_log() are built from this list; its name in
+ * /metrics is one line of stats_register(). */
+#define EXECUTOR_COUNTERS(X)                                                                       \
+    X(sched_ticks)            /* scheduler rounds run */                                           \
+    X(dispatched)             /* dispatches confirmed by the broker */                             \
+    X(dispatch_failed)        /* publishes refused or never sent (moved back to requested) */      \
+    X(dispatch_unknown)       /* publishes written without an answer (left scheduled) */           \
+    X(dispatch_reverted)      /* rows actually moved back by the CAS */                            \
+    X(results_applied)        /* status changes written from worker messages */                    \
+    X(results_stale)          /* worker messages that changed nothing (attempt/status fence) */    \
+    X(results_unprocessable)  /* completions that could not be applied: attempt failed */          \
+    X(heartbeats)             /* heartbeats applied */                                             \
+    X(monitor_failed)         /* scheduled too long -> failed */                                   \
+    X(monitor_redispatched)   /* dispatch never confirmed -> requested */                          \
+    X(monitor_abandoned)      /* running on a stale worker -> abandoned */                         \
+    X(abandoned_restarted)    /* reported running by an older process of its worker */             \
+    X(abandoned_timeout)      /* running past its timeout + grace, no result */                    \
+    X(dlq_failed_executions)  /* executions failed because their dispatch dead-lettered */         \
+    X(dead_letter_duplicates) /* redeliveries whose row already existed */                         \
+    X(batches_retried)        /* batches kept unacked after a database error */                    \
+    X(acks_failed)            /* acks after commit that did not reach the broker */                \
+    X(poison_stored)          /* unreadable messages kept as dead_letters rows */                  \
+    X(results_after_cancel)   /* reports that arrived after a cancel, kept in the history */       \
+    X(cancels_requested)      /* cancels applied (requested/scheduled/running) */                  \
+    X(cancel_messages)        /* control messages confirmed to a worker */                         \
+    X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
+
 typedef struct executor_stats {
-    uint64_t sched_ticks;
-    uint64_t dispatched;        /* dispatches confirmed by the broker */
-    uint64_t dispatch_failed;   /* publishes not confirmed (moved back to requested) */
-    uint64_t dispatch_reverted; /* rows actually moved back by the CAS */
-    uint64_t results_applied;   /* status changes written from worker messages */
-    uint64_t results_stale;     /* worker messages that changed nothing (attempt/status fence) */
-    uint64_t heartbeats;        /* heartbeats applied */
-    uint64_t monitor_failed;    /* scheduled too long -> failed */
-    uint64_t monitor_abandoned; /* running on a stale worker -> abandoned */
-    uint64_t dlq_failed_executions;  /* executions failed because their dispatch dead-lettered */
-    uint64_t dead_letter_duplicates; /* redeliveries whose row already existed */
-    uint64_t batches_retried;        /* batches kept unacked after a database error */
-    uint64_t acks_failed;            /* acks after commit that did not reach the broker */
-    uint64_t poison_stored;          /* unreadable messages kept as dead_letters rows */
-    uint64_t results_after_cancel;   /* reports that arrived after a cancel, kept in history */
-    uint64_t cancels_requested;      /* cancels applied (requested/scheduled/running) */
-    uint64_t cancel_messages;        /* control messages confirmed to a worker */
-    uint64_t cancel_messages_failed; /* control messages not confirmed (returned, nacked, ...) */
-    uint64_t confirms[5];            /* dispatch publishes by outcome: STATS_CONFIRM_* */
+#define STATS_FIELD(name) uint64_t name;
+    EXECUTOR_COUNTERS(STATS_FIELD)
+#undef STATS_FIELD
+    uint64_t dead_letter_age_s; /* the longest a dead letter waited unconsumed: recorded since the
+                                 * last stats line, or held unacked now (a maximum, not a sum) */
+    uint64_t confirms[5];       /* dispatch publishes by outcome: STATS_CONFIRM_* */
     metrics_hist_t dispatch_latency; /* seconds of one publish batch, write to last confirm */
     metrics_hist_t submit_to_start;  /* seconds from created_at to started_at */
     metrics_hist_t start_to_end;     /* seconds from started_at to ended_at */
@@ -63,7 +78,8 @@ void stats_dead_letter(executor_stats_t *s, const char *reason, uint64_t n);
 uint64_t stats_dead_letters(const executor_stats_t *s, const char *reason);
 /* Add every counter of src to dst (a transaction's counts, once it committed). */
 void stats_merge(executor_stats_t *dst, const executor_stats_t *src);
-/* One log line with every counter, the breaker state and database error count. */
+/* One log line with every counter, the dead letters by reason, the database error count and the
+ * breaker state. */
 void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_errors);
 
 #endif

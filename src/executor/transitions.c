@@ -28,8 +28,11 @@ static const bool terminal[EXEC_STATUS_COUNT] = {
  *               running status went out: the worker sends only the completion), canceling,
  *               cancelled;
  * running    -> completed/failed/timeout (worker result), canceling, abandoned (worker died);
- * canceling  -> cancelled, or whatever the handler finished with first, or abandoned.
- * Terminal statuses have no successors: nothing moves a finished execution.
+ * canceling  -> cancelled, or whatever the handler finished with first, or abandoned;
+ * abandoned  -> completed/failed/timeout: the worker was only out of sight (the executor's own
+ *               broker outage, a slow report) and finished the same attempt after all; the
+ *               attempt fence keeps any other attempt out, and the history notes it.
+ * Other terminal statuses have no successors: nothing moves a finished execution.
  */
 static const unsigned successors[EXEC_STATUS_COUNT] = {
     [EXEC_REQUESTED] = TO(EXEC_SCHEDULING) | TO(EXEC_SCHEDULED) | TO(EXEC_CANCELLED) |
@@ -42,6 +45,7 @@ static const unsigned successors[EXEC_STATUS_COUNT] = {
                      TO(EXEC_ABANDONED),
     [EXEC_CANCELING] = TO(EXEC_CANCELLED) | TO(EXEC_COMPLETED) | TO(EXEC_FAILED) |
                        TO(EXEC_TIMEOUT) | TO(EXEC_ABANDONED),
+    [EXEC_ABANDONED] = TO(EXEC_COMPLETED) | TO(EXEC_FAILED) | TO(EXEC_TIMEOUT),
 };
 
 const char *trans_status_name(exec_status_t s)

@@ -93,6 +93,12 @@ void breaker_record_failure(breaker_t *b, int64_t now_ms)
     }
 }
 
+void breaker_reconnected(breaker_t *b, int64_t now_ms)
+{
+    if (b->state == BREAKER_OPEN)
+        move_to(b, BREAKER_HALF_OPEN, now_ms);
+}
+
 int64_t breaker_retry_in_ms(const breaker_t *b, int64_t now_ms)
 {
     if (b->state != BREAKER_OPEN)

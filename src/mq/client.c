@@ -20,7 +20,9 @@
 
 #define DEFAULT_TIMEOUT_MS 5000
 #define RECONNECT_BASE_MS 100
-#define RECONNECT_CAP_MS 30000
+/* Short enough that a broker that comes back is found within seconds. */
+#define RECONNECT_CAP_MS 5000
+#define CONNECT_WARN_EVERY_MS 30000
 /* Method and header frames, frame envelopes and properties: an upper bound. */
 #define PUBLISH_OVERHEAD 4096
 
@@ -35,8 +37,14 @@ const char *mq_status_name(int status)
     case MQ_ERR_CONNECTION: return "connection";
     case MQ_ERR_CLOSED_BY_BROKER: return "closed_by_broker";
     case MQ_ERR_CANCELLED: return "cancelled";
+    case MQ_ERR_UNCONFIRMED: return "unconfirmed";
     }
     return "unknown";
+}
+
+bool mq_status_maybe_delivered(int status)
+{
+    return status == MQ_OK || status == MQ_ERR_TIMEOUT || status == MQ_ERR_UNCONFIRMED;
 }
 
 void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id)
@@ -323,6 +331,8 @@ static int connect_attempt(mq_client_t *c)
         backoff_reset(&c->backoff);
         c->next_connect_ms = now;
         c->last_error[0] = '\0';
+        c->next_connect_warn_ms = 0;
+        breaker_reconnected(&c->breaker, now_mono_ms()); /* the broker is back: probe now */
         return 0;
     }
     snprintf(c->connect_error, sizeof c->connect_error, "%s", c->last_error);
@@ -330,8 +340,12 @@ static int connect_attempt(mq_client_t *c)
     c->next_connect_ms = now + delay;
     char delay_text[24];
     snprintf(delay_text, sizeof delay_text, "%lld", (long long)delay);
-    log_kv(LOG_WARN, "RabbitMQ connect failed", "error", c->last_error, "backoff_ms", delay_text,
-           NULL);
+    /* Retries come every few seconds while the broker is away: one warning per half minute. */
+    bool warn = now >= c->next_connect_warn_ms;
+    if (warn)
+        c->next_connect_warn_ms = now + CONNECT_WARN_EVERY_MS;
+    log_kv(warn ? LOG_WARN : LOG_DEBUG, "RabbitMQ connect failed", "error", c->last_error,
+           "backoff_ms", delay_text, NULL);
     return -1;
 }
 
@@ -373,6 +387,11 @@ int mq_ensure_connected(mq_client_t *c, bool probe)
         return MQ_ERR_CONNECTION;
     }
     return connect_attempt(c) == 0 ? MQ_OK : MQ_ERR_CONNECTION;
+}
+
+int mq_try_connect(mq_client_t *c)
+{
+    return mq_ensure_connected(c, false);
 }
 
 void mq_consumer_lost(mq_client_t *c, int status)

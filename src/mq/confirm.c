@@ -79,9 +79,9 @@ static confirm_entry_t *find(const confirm_tracker_t *t, uint64_t tag)
     return i < t->len && t->entries[i].tag == tag ? &t->entries[i] : NULL;
 }
 
-/* Settle tag (or everything up to it) with `to`; finished entries keep their first outcome,
- * so the ack that follows a basic.return leaves RETURNED in place. */
-static void settle(confirm_tracker_t *t, uint64_t tag, bool multiple, confirm_result_t to)
+/* Record the broker's answer `to` for tag (or everything up to it); finished entries keep their
+ * first outcome, so the ack that follows a basic.return leaves RETURNED in place. */
+static void record_outcome(confirm_tracker_t *t, uint64_t tag, bool multiple, confirm_result_t to)
 {
     if (tag == 0)
         return;
@@ -98,17 +98,17 @@ static void settle(confirm_tracker_t *t, uint64_t tag, bool multiple, confirm_re
 
 void confirm_on_ack(confirm_tracker_t *t, uint64_t tag, bool multiple)
 {
-    settle(t, tag, multiple, CONFIRM_ACKED);
+    record_outcome(t, tag, multiple, CONFIRM_ACKED);
 }
 
 void confirm_on_nack(confirm_tracker_t *t, uint64_t tag, bool multiple)
 {
-    settle(t, tag, multiple, CONFIRM_NACKED);
+    record_outcome(t, tag, multiple, CONFIRM_NACKED);
 }
 
 void confirm_on_return(confirm_tracker_t *t, uint64_t tag)
 {
-    settle(t, tag, false, CONFIRM_RETURNED);
+    record_outcome(t, tag, false, CONFIRM_RETURNED);
 }
 
 confirm_result_t confirm_result(const confirm_tracker_t *t, uint64_t tag)

@@ -11,7 +11,7 @@ typedef enum {
     CONFIRM_PENDING = 0,
     CONFIRM_ACKED,
     CONFIRM_NACKED,
-    CONFIRM_RETURNED, /* basic.return seen (mandatory, unroutable); the later ack does not undo it */
+    CONFIRM_RETURNED, /* basic.return seen (mandatory, unroutable); the ack after it keeps it */
     CONFIRM_LOST,     /* channel or connection closed before an answer */
     CONFIRM_UNKNOWN,  /* no such tag or cookie (never tracked, or already collected) */
 } confirm_result_t;

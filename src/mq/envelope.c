@@ -214,29 +214,51 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
 
 /* ---- dispatch payload ---- */
 
+/* The payload must be an object: -1 with the reason otherwise. */
+static int payload_object(json_object *payload, char *err, size_t errlen)
+{
+    if (json_object_is_type(payload, json_type_object))
+        return 0;
+    if (payload)
+        snprintf(err, errlen, "field 'payload': expected an object, got %s", jf_kind(payload));
+    else
+        snprintf(err, errlen, "field 'payload' is missing");
+    return -1;
+}
+
+/* The payload's worker_id, read into worker_id, must be a valid worker id. */
+static int payload_worker_id(const jf_t *p, char *worker_id, size_t cap)
+{
+    if (jf_string_copy(p, "worker_id", true, worker_id, cap) < 0)
+        return -1;
+    if (!ids_worker_valid(worker_id)) {
+        snprintf(p->err, p->errlen, "field 'payload.worker_id': '%s' is not a valid worker id",
+                 worker_id);
+        return -1;
+    }
+    return 0;
+}
+
 int dispatch_from_payload(json_object *payload, dispatch_t *out, char *err, size_t errlen)
 {
     jf_t p = {payload, "payload", err, errlen};
     int64_t attempt = 1, timeout_s = 0;
     json_object *params = NULL;
+    char deadline[TS_TEXT_MAX] = "";
     memset(out, 0, sizeof *out);
-    if (!json_object_is_type(payload, json_type_object)) {
-        if (payload)
-            snprintf(err, errlen, "field 'payload': expected an object, got %s", jf_kind(payload));
-        else
-            snprintf(err, errlen, "field 'payload' is missing");
+    if (payload_object(payload, err, errlen) != 0)
         return -1;
-    }
     if (jf_execution_id(&p, true, &out->execution_id) < 0 ||
-        jf_string_copy(&p, "worker_id", true, out->worker_id, sizeof out->worker_id) < 0 ||
+        payload_worker_id(&p, out->worker_id, sizeof out->worker_id) < 0 ||
         jf_string_copy(&p, "action_ref", true, out->action_ref, sizeof out->action_ref) < 0 ||
         jf_object(&p, "params", false, &params) < 0 ||
         jf_int(&p, "attempt", false, 1, INT32_MAX, &attempt) < 0 ||
-        jf_int(&p, "timeout_s", false, 0, INT32_MAX, &timeout_s) < 0)
+        jf_int(&p, "timeout_s", false, 0, INT32_MAX, &timeout_s) < 0 ||
+        jf_string_copy(&p, "start_deadline", false, deadline, sizeof deadline) < 0)
         return -1;
-    if (!ids_worker_valid(out->worker_id)) {
-        snprintf(err, errlen, "field 'payload.worker_id': '%s' is not a valid worker id",
-                 out->worker_id);
+    if (deadline[0] && ts_parse(deadline, &out->start_deadline_us) != 0) {
+        snprintf(err, errlen, "field 'payload.start_deadline': '%s' is not an RFC 3339 date-time",
+                 deadline);
         return -1;
     }
     out->params = params;
@@ -257,6 +279,40 @@ json_object *dispatch_to_payload(const dispatch_t *d)
                            d->params ? json_object_get(d->params) : json_object_new_object());
     json_object_object_add(o, "attempt", json_object_new_int(d->attempt));
     json_object_object_add(o, "timeout_s", json_object_new_int(d->timeout_s));
+    if (d->start_deadline_us > 0) {
+        char deadline[TS_TEXT_MAX];
+        ts_format(d->start_deadline_us, deadline, sizeof deadline);
+        json_object_object_add(o, "start_deadline", json_object_new_string(deadline));
+    }
+    return o;
+}
+
+/* ---- cancel request payload ---- */
+
+int cancel_from_payload(json_object *payload, cancel_request_t *out, char *err, size_t errlen)
+{
+    jf_t p = {payload, "payload", err, errlen};
+    int64_t attempt = 0;
+    memset(out, 0, sizeof *out);
+    if (payload_object(payload, err, errlen) != 0 ||
+        jf_execution_id(&p, true, &out->execution_id) < 0 ||
+        jf_int(&p, "attempt", true, 1, INT32_MAX, &attempt) < 0 ||
+        payload_worker_id(&p, out->worker_id, sizeof out->worker_id) < 0 ||
+        jf_string_copy(&p, "requested_by", false, out->requested_by, sizeof out->requested_by) < 0)
+        return -1;
+    out->attempt = (int)attempt;
+    return 0;
+}
+
+json_object *cancel_to_payload(const cancel_request_t *c)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "execution_id", json_object_new_int64(c->execution_id));
+    json_object_object_add(o, "attempt", json_object_new_int(c->attempt));
+    json_object_object_add(o, "worker_id", json_object_new_string(c->worker_id));
+    json_object_object_add(o, "requested_by", json_object_new_string(c->requested_by));
     return o;
 }
 

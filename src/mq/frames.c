@@ -59,7 +59,7 @@ void mq_free_delivery(mq_client_t *c, mq_delivery_t *d)
     free(rec);
 }
 
-/* Takes over env (also on failure). */
+/* Takes ownership of env (also on failure). */
 static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env)
 {
     delivery_rec_t *rec = calloc(1, sizeof *rec);

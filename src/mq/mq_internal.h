@@ -37,7 +37,8 @@ struct mq_client {
     bool blocked;         /* connection.blocked: the broker refuses publishes */
     breaker_t breaker;
     backoff_t backoff;
-    int64_t next_connect_ms; /* no automatic reconnect before this (monotonic) */
+    int64_t next_connect_ms;      /* no automatic reconnect before this (monotonic) */
+    int64_t next_connect_warn_ms; /* a failed connect is a warning again from this time on */
     confirm_tracker_t confirms;
     uint64_t publish_seq;       /* confirm cookies: one per publish, never reused */
     mq_publish_wait_t *waiting; /* set only inside mq_publish_batch */
@@ -55,14 +56,14 @@ struct mq_client {
 /* Connection (client.c) */
 /* Connect unless connected. `probe`: a half-open breaker probe, which skips the backoff wait.
  * Returns MQ_OK or MQ_ERR_CONNECTION (reason in c->last_error). */
-int mq_ensure_connected(mq_client_t *c, bool probe);
+int mq_ensure_connected(mq_client_t *c, bool probe) WARN_UNUSED;
 /* The connection is unusable: destroy it, mark outstanding publishes LOST, drop the consumer. */
 void mq_connection_lost(mq_client_t *c, const char *why);
 /* The channel was closed (close-ok already sent): reset confirms, drop the consumer, reopen. */
 int mq_channel_closed(mq_client_t *c, const char *why);
 /* Wait until the socket can take `bytes` more without blocking, up to deadline_ms. On a stall
  * the connection is dropped. Returns MQ_OK or MQ_ERR_CONNECTION. */
-int mq_wait_writable(mq_client_t *c, size_t bytes, int64_t deadline_ms);
+int mq_wait_writable(mq_client_t *c, size_t bytes, int64_t deadline_ms) WARN_UNUSED;
 void mq_set_error(mq_client_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The consumer (if any) is gone for `status`, reason in c->last_error; mq_consume_next reports
  * both until mq_consume resubscribes. */
@@ -71,7 +72,7 @@ void mq_consumer_lost(mq_client_t *c, int status);
 /* Raw channel access for topology declarations (bypasses the breaker; admin path). */
 amqp_connection_state_t mq_conn(mq_client_t *c);
 int mq_channel(const mq_client_t *c);
-/* After a channel.close from the broker: answer close-ok and reopen. Error text of the close in err. */
+/* After a channel.close from the broker: answer close-ok and reopen; the close's text in err. */
 int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* Describe an rpc reply ("404 NOT_FOUND - no exchange 'x'") into buf. */
 void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len);

@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include "mq/mq_internal.h"
 #include "warren/log.h"
+#include "warren/utf8.h"
 
 /* A random UUID v4 as the message_id when the caller gives none. */
 static void new_message_id(char *buf, size_t len)
@@ -100,7 +101,12 @@ static int status_of(confirm_result_t r, const mq_publish_wait_t *w)
     case CONFIRM_NACKED: return MQ_ERR_NACKED;
     case CONFIRM_RETURNED: return MQ_ERR_RETURNED;
     case CONFIRM_PENDING: return MQ_ERR_TIMEOUT;
-    case CONFIRM_LOST: return w->lost_status;
+    /* Written, then the channel or the connection went. A channel the broker closed was closed
+     * for a publish it refused (404 no exchange: the ones after it were discarded too); a lost
+     * connection may have taken the confirm with it, not the message. */
+    case CONFIRM_LOST:
+        return w->lost_status == MQ_ERR_CLOSED_BY_BROKER ? MQ_ERR_CLOSED_BY_BROKER
+                                                         : MQ_ERR_UNCONFIRMED;
     case CONFIRM_UNKNOWN: break;
     }
     return MQ_ERR_CONNECTION;
@@ -114,13 +120,16 @@ static int collect_results(mq_client_t *c, const mq_publish_wait_t *w, int *resu
         bool sent = i < w->sent;
         if (sent)
             results[i] = status_of(confirm_result_cookie(&c->confirms, w->first_cookie + i), w);
-        else
-            results[i] = c->conn ? MQ_ERR_TIMEOUT : MQ_ERR_CONNECTION;
+        else /* never written */
+            results[i] = MQ_ERR_CONNECTION;
         if (results[i] == MQ_OK || first != MQ_OK)
             continue;
         first = results[i];
         if (first == MQ_ERR_TIMEOUT) /* the message may still arrive: outcome unknown */
             mq_set_error(c, "no confirm within %d ms", c->opts.publish_timeout_ms);
+        else if (first == MQ_ERR_UNCONFIRMED)
+            mq_set_error(c, "connection lost after the write, before the confirm: %.*s",
+                         utf8_prec(c->last_error, 400), c->last_error);
         else if (first == MQ_ERR_NACKED)
             mq_set_error(c, "nacked by the broker");
         log_kv(LOG_WARN, "publish failed", "status", mq_status_name(first), "exchange",
@@ -156,6 +165,7 @@ static bool breaker_failure(const int *results, size_t n)
         switch (results[i]) {
         case MQ_ERR_CONNECTION:
         case MQ_ERR_TIMEOUT:
+        case MQ_ERR_UNCONFIRMED:
         case MQ_ERR_NACKED: return true;
         }
     return false;

@@ -30,6 +30,16 @@ int topo_dispatch_key(const char *worker_id, char *buf, size_t len)
     return format_name(buf, len, "execution.dispatch.worker.", worker_id, "");
 }
 
+int topo_control_queue(const char *worker_id, char *buf, size_t len)
+{
+    return format_name(buf, len, "worker.", worker_id, ".control");
+}
+
+int topo_cancel_key(const char *worker_id, char *buf, size_t len)
+{
+    return format_name(buf, len, "execution.cancel.worker.", worker_id, "");
+}
+
 /* ---- declaring ---- */
 
 /* The rabbitmq-c table for a queue's arguments; entries point into q. */
@@ -51,7 +61,7 @@ static amqp_table_t queue_table(const topo_queue_t *q, amqp_table_entry_t *e)
 
 /* Check the reply of the last declaration. A refusal closed the channel: explain it and
  * reopen, so the client stays usable. */
-static int declared(mq_client_t *c, const char *what, const char *name, char *err, size_t errlen)
+static int check_reply(mq_client_t *c, const char *what, const char *name, char *err, size_t errlen)
 {
     amqp_rpc_reply_t r = amqp_get_rpc_reply(mq_conn(c));
     if (r.reply_type == AMQP_RESPONSE_NORMAL)
@@ -72,22 +82,47 @@ static int declare_exchange(mq_client_t *c, const topo_exchange_t *x, char *err,
 {
     amqp_exchange_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(x->name),
                           amqp_cstring_bytes(x->type), 0, 1, 0, 0, amqp_empty_table);
-    return declared(c, "exchange", x->name, err, errlen);
+    return check_reply(c, "exchange", x->name, err, errlen);
 }
 
-static int declare_queue(mq_client_t *c, const topo_queue_t *q, char *err, size_t errlen)
+static int declare_queue_args(mq_client_t *c, const topo_queue_t *q, size_t n_args, char *err,
+                              size_t errlen)
 {
     amqp_table_entry_t entries[TOPO_MAX_ARGS];
-    amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(q->name), 0, 1,
-                       0, 0, queue_table(q, entries));
-    return declared(c, "queue", q->name, err, errlen);
+    bool t = q->transient;
+    amqp_table_t args = queue_table(q, entries);
+    args.num_entries = (int)n_args;
+    amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(q->name), 0,
+                       !t, t, t, args);
+    return check_reply(c, "queue", q->name, err, errlen);
+}
+
+/*
+ * A queue an older warren declared with fewer arguments (the dead-letter queue before it parked
+ * what outlives its retention) cannot be redeclared without draining it, and refusing to start
+ * over it would stop every executor and worker at an upgrade: it is accepted as it is, with a
+ * warning, and `warren topology verify` reports the drift until an operator replaces it.
+ */
+static int declare_queue(mq_client_t *c, const topo_queue_t *q, char *err, size_t errlen)
+{
+    if (declare_queue_args(c, q, q->n_args, err, errlen) == 0)
+        return 0;
+    char legacy[ERRBUF_SIZE];
+    if (q->n_legacy_args == 0 || !mq_connected(c) ||
+        declare_queue_args(c, q, q->n_legacy_args, legacy, sizeof legacy) != 0)
+        return -1;
+    log_kv(LOG_WARN,
+           "queue declared by an older warren: kept as it is, without what this version adds "
+           "(docs/architecture.md says how to replace it)",
+           "queue", q->name, "error", err, NULL);
+    return 0;
 }
 
 static int declare_binding(mq_client_t *c, const topo_binding_t *b, char *err, size_t errlen)
 {
     amqp_queue_bind(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(b->queue),
                     amqp_cstring_bytes(b->exchange), amqp_cstring_bytes(b->key), amqp_empty_table);
-    return declared(c, "binding of queue", b->queue, err, errlen);
+    return check_reply(c, "binding of queue", b->queue, err, errlen);
 }
 
 static int apply_plan(mq_client_t *c, const topo_plan_t *p, char *err, size_t errlen)
@@ -115,20 +150,34 @@ int topo_declare_common(mq_client_t *c, const warren_config_t *cfg, char *err, s
     return apply_plan(c, &p, err, errlen);
 }
 
+/* A worker's plan could not be made: its id is no valid worker id. */
+static int invalid_worker(const char *worker_id, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "invalid worker id '%.*s': %s", utf8_prec(worker_id, 80), worker_id,
+             IDS_WORKER_RULE);
+    return -1;
+}
+
 int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *worker_id,
                         char *err, size_t errlen)
 {
     topo_plan_t p;
-    if (topo_plan_worker(cfg, worker_id, &p) != 0) {
-        snprintf(err, errlen, "invalid worker id '%.*s': %s", utf8_prec(worker_id, 80), worker_id,
-                 IDS_WORKER_RULE);
-        return -1;
-    }
+    if (topo_plan_worker(cfg, worker_id, &p) != 0)
+        return invalid_worker(worker_id, err, errlen);
     if (!cfg->rabbitmq.dead_letter.enabled)
         log_kv(LOG_WARN,
                "dead-lettering is disabled: dispatches that expire in this worker queue are "
                "dropped by the broker, and only the executor's timeout monitor fails them",
                "worker", worker_id, "queue", p.queues[0].name, NULL);
+    return apply_plan(c, &p, err, errlen);
+}
+
+int topo_declare_control(mq_client_t *c, const warren_config_t *cfg, const char *worker_id,
+                         char *err, size_t errlen)
+{
+    topo_plan_t p;
+    if (topo_plan_control(cfg, worker_id, &p) != 0)
+        return invalid_worker(worker_id, err, errlen);
     return apply_plan(c, &p, err, errlen);
 }
 
@@ -142,7 +191,7 @@ int topo_queue_messages(mq_client_t *c, const char *queue, int64_t *messages, ch
     amqp_queue_declare_ok_t *ok = amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c),
                                                      amqp_cstring_bytes(queue), 1, 0, 0, 0,
                                                      amqp_empty_table);
-    if (declared(c, "queue", queue, err, errlen) != 0 || !ok)
+    if (check_reply(c, "queue", queue, err, errlen) != 0 || !ok)
         return -1;
     *messages = ok->message_count;
     return 0;

@@ -29,6 +29,20 @@ static void add_str_arg(topo_queue_t *q, const char *key, const char *v)
     set_name(a->s, v, NULL, NULL);
 }
 
+/* The queue dead-letters into exchange (with routing_key, when not NULL). */
+static void add_dead_lettering(topo_queue_t *q, const char *exchange, const char *routing_key)
+{
+    add_str_arg(q, "x-dead-letter-exchange", exchange);
+    if (routing_key)
+        add_str_arg(q, "x-dead-letter-routing-key", routing_key);
+    if (q->quorum) {
+        /* Quorum queues dead-letter at-least-once only with reject-publish overflow; with the
+         * default drop-head they fall back to at-most-once. */
+        add_str_arg(q, "x-dead-letter-strategy", "at-least-once");
+        add_str_arg(q, "x-overflow", "reject-publish");
+    }
+}
+
 static topo_queue_t *add_queue(topo_plan_t *p, const warren_config_t *cfg, const char *name)
 {
     topo_queue_t *q = &p->queues[p->n_queues++];
@@ -67,7 +81,12 @@ void topo_plan_common(const warren_config_t *cfg, topo_plan_t *p)
         add_exchange(p, r->dead_letter.exchange, "fanout");
         topo_queue_t *dlq = add_queue(p, cfg, r->dead_letter.queue);
         add_int_arg(dlq, "x-message-ttl", r->dead_letter.ttl_ms);
+        dlq->n_legacy_args = dlq->n_args; /* before issue 7: no parking */
+        /* What outlives the retention is not dropped: the default exchange routes it to the
+         * parking queue by name, which keeps it until the executor records it. */
+        add_dead_lettering(dlq, "", r->dead_letter.parking_queue);
         add_binding(p, r->dead_letter.exchange, r->dead_letter.queue, NULL);
+        add_queue(p, cfg, r->dead_letter.parking_queue);
     }
     add_queue(p, cfg, r->queues.results);
     add_binding(p, r->exchanges.executions, r->queues.results, "execution.status.#");
@@ -77,26 +96,48 @@ void topo_plan_common(const warren_config_t *cfg, topo_plan_t *p)
     add_binding(p, r->exchanges.executions, r->queues.heartbeats, "worker.heartbeat.#");
 }
 
+typedef int (*worker_name_fn)(const char *worker_id, char *buf, size_t len);
+
+/* An empty plan for one of a worker's queues: its name and binding key (TOPO_NAME_MAX bytes
+ * each) from the worker id; -1 when the id is not valid. */
+static int worker_plan(topo_plan_t *p, const char *worker_id, worker_name_fn queue_of,
+                       worker_name_fn key_of, char *queue, char *key)
+{
+    memset(p, 0, sizeof *p);
+    return queue_of(worker_id, queue, TOPO_NAME_MAX) == 0 &&
+                   key_of(worker_id, key, TOPO_NAME_MAX) == 0
+               ? 0
+               : -1;
+}
+
 int topo_plan_worker(const warren_config_t *cfg, const char *worker_id, topo_plan_t *p)
 {
     const typeof(cfg->rabbitmq) *r = &cfg->rabbitmq;
     char queue[TOPO_NAME_MAX], key[TOPO_NAME_MAX];
-    memset(p, 0, sizeof *p);
-    if (topo_worker_queue(worker_id, queue, sizeof queue) != 0 ||
-        topo_dispatch_key(worker_id, key, sizeof key) != 0)
+    if (worker_plan(p, worker_id, topo_worker_queue, topo_dispatch_key, queue, key) != 0)
         return -1;
     snprintf(p->hint, sizeof p->hint, "warren topology declare --worker %s", worker_id);
     topo_queue_t *q = add_queue(p, cfg, queue);
     add_int_arg(q, "x-message-ttl", r->worker_queue_ttl_ms);
-    if (r->dead_letter.enabled) {
+    if (r->dead_letter.enabled)
+        add_dead_lettering(q, r->dead_letter.exchange, NULL);
+    add_binding(p, r->exchanges.executions, queue, key);
+    return 0;
+}
+
+int topo_plan_control(const warren_config_t *cfg, const char *worker_id, topo_plan_t *p)
+{
+    const typeof(cfg->rabbitmq) *r = &cfg->rabbitmq;
+    char queue[TOPO_NAME_MAX], key[TOPO_NAME_MAX];
+    if (worker_plan(p, worker_id, topo_control_queue, topo_cancel_key, queue, key) != 0)
+        return -1;
+    add_exchange(p, r->exchanges.executions, "topic");
+    /* Not add_queue(): a quorum queue can be neither exclusive nor transient. */
+    topo_queue_t *q = &p->queues[p->n_queues++];
+    set_name(q->name, queue, NULL, NULL);
+    q->transient = true;
+    if (r->dead_letter.enabled) /* a control message the worker refuses is kept there */
         add_str_arg(q, "x-dead-letter-exchange", r->dead_letter.exchange);
-        if (q->quorum) {
-            /* Quorum queues dead-letter at-least-once only with reject-publish overflow;
-             * with the default drop-head they fall back to at-most-once. */
-            add_str_arg(q, "x-dead-letter-strategy", "at-least-once");
-            add_str_arg(q, "x-overflow", "reject-publish");
-        }
-    }
     add_binding(p, r->exchanges.executions, queue, key);
     return 0;
 }
@@ -333,6 +374,8 @@ void topo_explain_refusal(const char *what, const char *name, const char *reply,
         return;
     }
     bool has_r = broker_value(recv, rv, sizeof rv), has_c = broker_value(cur, cv, sizeof cv);
+    if (has_r && !rv[0] && !strcmp(arg, "x-dead-letter-exchange"))
+        snprintf(rv, sizeof rv, "'' (the default exchange)");
     const char *remedy = !strcmp(what, "queue") ? "drain and delete the queue"
                                                 : "delete the exchange";
     if (has_c && has_r)

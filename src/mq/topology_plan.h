@@ -31,8 +31,12 @@ typedef struct topo_exchange {
 typedef struct topo_queue {
     char name[TOPO_NAME_MAX];
     bool quorum;
+    bool transient; /* exclusive, auto-delete, not durable: the declaring connection's own */
     topo_arg_t args[TOPO_MAX_ARGS];
     size_t n_args;
+    /* > 0: an older warren declared this queue with only the first n_legacy_args arguments;
+     * such a queue is accepted with a warning (it cannot be redeclared without draining it). */
+    size_t n_legacy_args;
 } topo_queue_t;
 
 typedef struct topo_binding {
@@ -45,7 +49,7 @@ typedef struct topo_binding {
 typedef struct topo_plan {
     topo_exchange_t exchanges[2];
     size_t n_exchanges;
-    topo_queue_t queues[3];
+    topo_queue_t queues[4];
     size_t n_queues;
     topo_binding_t bindings[4];
     size_t n_bindings;
@@ -56,6 +60,10 @@ typedef struct topo_plan {
 void topo_plan_common(const warren_config_t *cfg, topo_plan_t *p);
 /* One worker's queue and binding; -1 when worker_id is not a valid id. */
 int topo_plan_worker(const warren_config_t *cfg, const char *worker_id, topo_plan_t *p) WARN_UNUSED;
+/* One worker process's control queue (transient, never quorum; rejected messages dead-letter)
+ * and its binding, with the executions exchange it binds to; -1 when worker_id is not valid. */
+int topo_plan_control(const warren_config_t *cfg, const char *worker_id,
+                      topo_plan_t *p) WARN_UNUSED;
 /* Wanted argument by key, NULL when the plan does not set it. */
 const topo_arg_t *topo_queue_arg(const topo_queue_t *q, const char *key);
 

@@ -40,9 +40,10 @@ void capture_error_text(const char *text, char *dst, size_t cap);
 /*
  * The JSON result for output text of len bytes: the text itself (trimmed) when it is exactly
  * one JSON value by RFC 8259, valid UTF-8, at most 64 levels deep and storable in PostgreSQL
- * jsonb (no \u0000, no lone surrogates); otherwise {"output": "<text>"} plus "truncated": true when the output
- * was cut. Truncated output is never parsed. Empty output gives "{}" when empty_is_object, else
- * NULL. Caller frees with free(); *oom is set when NULL came from a failed allocation.
+ * jsonb (no \u0000, no lone surrogates); otherwise {"output": "<text>"}, plus "truncated": true
+ * when the output was cut. Truncated output is never parsed. Empty output gives "{}" when
+ * empty_is_object, else NULL. The caller frees it with free(); *oom is set when NULL came from
+ * a failed allocation.
  */
 char *capture_result_json(const char *text, size_t len, bool truncated, bool empty_is_object,
                           bool *oom);

@@ -8,7 +8,7 @@ void execs_init(execs_t *t)
     memset(t, 0, sizeof *t);
 }
 
-static void exec_free(exec_t *x)
+static void record_free(execs_record_t *x)
 {
     free(x->tags);
     free(x->params);
@@ -17,27 +17,27 @@ static void exec_free(exec_t *x)
 
 void execs_free(execs_t *t)
 {
-    exec_t *x = t->head;
+    execs_record_t *x = t->head;
     while (x) {
-        exec_t *next = x->next;
-        exec_free(x);
+        execs_record_t *next = x->next;
+        record_free(x);
         x = next;
     }
     execs_init(t);
 }
 
-exec_t *execs_find(const execs_t *t, int64_t execution_id, int attempt)
+execs_record_t *execs_find(const execs_t *t, int64_t execution_id, int attempt)
 {
     /* Linear: a worker holds at most about twice its concurrency. */
-    for (exec_t *x = t->head; x; x = x->next)
+    for (execs_record_t *x = t->head; x; x = x->next)
         if (x->execution_id == execution_id && x->attempt == attempt)
             return x;
     return NULL;
 }
 
-exec_t *execs_add(execs_t *t, int64_t execution_id, int attempt)
+execs_record_t *execs_add(execs_t *t, int64_t execution_id, int attempt)
 {
-    exec_t *x = calloc(1, sizeof *x);
+    execs_record_t *x = calloc(1, sizeof *x);
     if (!x)
         return NULL;
     x->execution_id = execution_id;
@@ -53,7 +53,7 @@ exec_t *execs_add(execs_t *t, int64_t execution_id, int attempt)
     return x;
 }
 
-static void remember(execs_t *t, const exec_t *x)
+static void remember(execs_t *t, const execs_record_t *x)
 {
     t->recent[t->recent_next] = (execs_key_t){x->execution_id, x->attempt};
     t->recent_next = (t->recent_next + 1) % EXECS_RECENT;
@@ -61,7 +61,7 @@ static void remember(execs_t *t, const exec_t *x)
         t->recent_len++;
 }
 
-void execs_remove(execs_t *t, exec_t *x, bool finished)
+void execs_remove(execs_t *t, execs_record_t *x, bool finished)
 {
     if (finished)
         remember(t, x);
@@ -74,24 +74,24 @@ void execs_remove(execs_t *t, exec_t *x, bool finished)
     else
         t->tail = x->prev;
     t->count[x->stage]--;
-    exec_free(x);
+    record_free(x);
 }
 
-void execs_set_stage(execs_t *t, exec_t *x, exec_stage_t stage)
+void execs_set_stage(execs_t *t, execs_record_t *x, execs_stage_t stage)
 {
     t->count[x->stage]--;
     t->count[stage]++;
     x->stage = stage;
 }
 
-size_t execs_count(const execs_t *t, exec_stage_t stage)
+size_t execs_count(const execs_t *t, execs_stage_t stage)
 {
     return t->count[stage];
 }
 
-exec_t *execs_first_held(const execs_t *t)
+execs_record_t *execs_first_held(const execs_t *t)
 {
-    for (exec_t *x = t->head; x; x = x->next)
+    for (execs_record_t *x = t->head; x; x = x->next)
         if (x->stage == STAGE_HELD)
             return x;
     return NULL;
@@ -105,7 +105,7 @@ bool execs_recent(const execs_t *t, int64_t execution_id, int attempt)
     return false;
 }
 
-int exec_add_tag(exec_t *x, uint64_t tag)
+int execs_add_tag(execs_record_t *x, uint64_t tag)
 {
     if (x->n_tags == x->cap_tags) {
         size_t cap = x->cap_tags ? x->cap_tags * 2 : 2;
@@ -119,7 +119,7 @@ int exec_add_tag(exec_t *x, uint64_t tag)
     return 0;
 }
 
-int exec_set_params(exec_t *x, const char *json, size_t len)
+int execs_set_params(execs_record_t *x, const char *json, size_t len)
 {
     char *copy = malloc(len + 1);
     if (!copy)

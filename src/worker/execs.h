@@ -21,13 +21,13 @@
  *   STAGE_RUNNING   its handler runs
  *   STAGE_FINISHED  its handler ended; the record stays until the broker confirms the completion
  */
-typedef enum { STAGE_HELD = 0, STAGE_RUNNING, STAGE_FINISHED, STAGE_COUNT } exec_stage_t;
+typedef enum { STAGE_HELD = 0, STAGE_RUNNING, STAGE_FINISHED, STAGE_COUNT } execs_stage_t;
 
-typedef struct exec {
-    struct exec *prev, *next;
+typedef struct execs_record {
+    struct execs_record *prev, *next;
     int64_t execution_id;
     int attempt;
-    exec_stage_t stage;
+    execs_stage_t stage;
     void *owner; /* the worker, for the runner's callback */
     /* The broker confirmed this execution's running status: its deliveries may be acked. */
     bool running_reported;
@@ -41,7 +41,7 @@ typedef struct exec {
     int timeout_s;
     char trace_id[ENVELOPE_ID_MAX];
     char started_at[40]; /* RFC 3339, set when started */
-} exec_t;
+} execs_record_t;
 
 typedef struct execs_key {
     int64_t execution_id;
@@ -49,8 +49,8 @@ typedef struct execs_key {
 } execs_key_t;
 
 typedef struct execs {
-    exec_t *head, *tail;       /* arrival order: held executions start first come, first served */
-    size_t count[STAGE_COUNT]; /* records per stage */
+    execs_record_t *head, *tail; /* arrival order: held executions start first come, first served */
+    size_t count[STAGE_COUNT];   /* records per stage */
     execs_key_t recent[EXECS_RECENT];
     size_t recent_next, recent_len;
 } execs_t;
@@ -59,21 +59,21 @@ void execs_init(execs_t *t);
 /* Frees every record (nothing is acked or published). */
 void execs_free(execs_t *t);
 
-exec_t *execs_find(const execs_t *t, int64_t execution_id, int attempt);
+execs_record_t *execs_find(const execs_t *t, int64_t execution_id, int attempt);
 /* A new held record at the tail; NULL on OOM. Freed by execs_remove() or execs_free(). */
-exec_t *execs_add(execs_t *t, int64_t execution_id, int attempt);
+execs_record_t *execs_add(execs_t *t, int64_t execution_id, int attempt);
 /* Remove and free x; `finished` remembers its key for execs_recent(). */
-void execs_remove(execs_t *t, exec_t *x, bool finished);
-void execs_set_stage(execs_t *t, exec_t *x, exec_stage_t stage);
-size_t execs_count(const execs_t *t, exec_stage_t stage);
+void execs_remove(execs_t *t, execs_record_t *x, bool finished);
+void execs_set_stage(execs_t *t, execs_record_t *x, execs_stage_t stage);
+size_t execs_count(const execs_t *t, execs_stage_t stage);
 /* The oldest held record, or NULL. */
-exec_t *execs_first_held(const execs_t *t);
+execs_record_t *execs_first_held(const execs_t *t);
 /* True when (execution_id, attempt) finished here recently. */
 bool execs_recent(const execs_t *t, int64_t execution_id, int attempt);
 
 /* Remember a delivery to ack later; -1 on OOM. */
-int exec_add_tag(exec_t *x, uint64_t tag) WARN_UNUSED;
+int execs_add_tag(execs_record_t *x, uint64_t tag) WARN_UNUSED;
 /* Copy the params JSON text; -1 on OOM. */
-int exec_set_params(exec_t *x, const char *json, size_t len) WARN_UNUSED;
+int execs_set_params(execs_record_t *x, const char *json, size_t len) WARN_UNUSED;
 
 #endif

@@ -12,13 +12,8 @@
 #include "warren/utf8.h"
 #include "worker/handlers.h"
 
-typedef struct handlers_entry {
-    const warren_handler_t *desc;
-    void *module; /* dlopen handle, NULL for built-ins */
-} handlers_entry_t;
-
 struct handlers {
-    handlers_entry_t *entries;
+    handler_entry_t *entries;
     size_t count;
     size_t alloc;
 };
@@ -57,63 +52,77 @@ void handlers_free(handlers_t *r)
     free(r);
 }
 
-const warren_handler_t *handlers_find(const handlers_t *r, const char *ref)
+const handler_entry_t *handlers_find(const handlers_t *r, const char *ref)
 {
     for (size_t i = 0; i < r->count; i++)
-        if (!strcmp(r->entries[i].desc->action_ref, ref))
-            return r->entries[i].desc;
+        if (!strcmp(r->entries[i].action_ref, ref))
+            return &r->entries[i];
     return NULL;
 }
 
-static int add_entry(handlers_t *r, const warren_handler_t *desc, void *module)
+/* Check e (one descriptor, its fields read into e) and add it; -1 with the reason in err. */
+static int add_entry(handlers_t *r, const handler_entry_t *e, uint32_t abi, bool has_run,
+                     const char *origin, char *err, size_t errlen)
 {
-    if (r->count == r->alloc) {
-        size_t n = r->alloc ? r->alloc * 2 : 8;
-        handlers_entry_t *p = realloc(r->entries, n * sizeof *p);
-        if (!p)
-            return -1;
-        r->entries = p;
-        r->alloc = n;
-    }
-    r->entries[r->count++] = (handlers_entry_t){desc, module};
-    return 0;
-}
-
-static int check_desc(const handlers_t *r, const warren_handler_t *desc, const char *origin,
-                      char *err, size_t errlen)
-{
-    if (desc->abi_version != WARREN_HANDLER_ABI) {
-        snprintf(err, errlen, "%s: handler ABI %u, this worker speaks ABI %d", origin,
-                 (unsigned)desc->abi_version, WARREN_HANDLER_ABI);
+    uint32_t want = e->v2 ? WARREN_HANDLER_ABI_V2 : WARREN_HANDLER_ABI;
+    if (abi != want) {
+        snprintf(err, errlen, "%s: handler ABI %u in %s, this worker speaks ABI %u there", origin,
+                 (unsigned)abi, e->v2 ? WARREN_HANDLER_SYMBOL_V2 : WARREN_HANDLER_SYMBOL,
+                 (unsigned)want);
         return -1;
     }
-    if (!ids_action_ref_valid(desc->action_ref)) {
-        const char *ref = desc->action_ref ? desc->action_ref : "(null)";
+    if (!ids_action_ref_valid(e->action_ref)) {
+        const char *ref = e->action_ref ? e->action_ref : "(null)";
         snprintf(err, errlen, "%s: invalid action_ref '%.*s': %s", origin, utf8_prec(ref, 64), ref,
                  IDS_ACTION_REF_RULE);
         return -1;
     }
-    if (!desc->run) {
-        snprintf(err, errlen, "%s: %s has no run function", origin, desc->action_ref);
+    if (!has_run) {
+        snprintf(err, errlen, "%s: %s has no run function", origin, e->action_ref);
         return -1;
     }
-    if (handlers_find(r, desc->action_ref)) {
-        snprintf(err, errlen, "%s: %s is already registered", origin, desc->action_ref);
+    if (handlers_find(r, e->action_ref)) {
+        snprintf(err, errlen, "%s: %s is already registered", origin, e->action_ref);
         return -1;
     }
+    if (r->count == r->alloc) {
+        size_t n = r->alloc ? r->alloc * 2 : 8;
+        handler_entry_t *p = realloc(r->entries, n * sizeof *p);
+        if (!p) {
+            snprintf(err, errlen, "%s: out of memory", origin);
+            return -1;
+        }
+        r->entries = p;
+        r->alloc = n;
+    }
+    r->entries[r->count++] = *e;
     return 0;
+}
+
+static int add_v1(handlers_t *r, const warren_handler_t *desc, void *module, const char *origin,
+                  char *err, size_t errlen)
+{
+    handler_entry_t e = {.action_ref = desc->action_ref, .v1 = desc, .module = module};
+    return add_entry(r, &e, desc->abi_version, desc->run != NULL, origin, err, errlen);
+}
+
+static int add_v2(handlers_t *r, const warren_handler_v2_t *desc, void *module, const char *origin,
+                  char *err, size_t errlen)
+{
+    handler_entry_t e = {.action_ref = desc->action_ref, .v2 = desc, .module = module};
+    return add_entry(r, &e, desc->abi_version, desc->run != NULL, origin, err, errlen);
 }
 
 int handlers_add(handlers_t *r, const warren_handler_t *desc, const char *origin, char *err,
                  size_t errlen)
 {
-    if (check_desc(r, desc, origin, err, errlen) < 0)
-        return -1;
-    if (add_entry(r, desc, NULL) < 0) {
-        snprintf(err, errlen, "%s: out of memory", origin);
-        return -1;
-    }
-    return 0;
+    return add_v1(r, desc, NULL, origin, err, errlen);
+}
+
+int handlers_add_v2(handlers_t *r, const warren_handler_v2_t *desc, const char *origin, char *err,
+                    size_t errlen)
+{
+    return add_v2(r, desc, NULL, origin, err, errlen);
 }
 
 static bool has_suffix(const char *s, const char *suffix)
@@ -127,7 +136,8 @@ static int is_module(const struct dirent *d)
     return d->d_name[0] != '.' && has_suffix(d->d_name, ".so");
 }
 
-/* Load one module; 0 when its handler was added. The module stays open while registered. */
+/* Load one module; 0 when its handler was added. The module stays open while registered. A
+ * module exporting both descriptors is run as version 2. */
 static int load_module(handlers_t *r, const char *dir, const char *name)
 {
     char path[4096], err[ERRBUF_SIZE];
@@ -137,21 +147,30 @@ static int load_module(handlers_t *r, const char *dir, const char *name)
         log_kv(LOG_ERROR, "handler module rejected", "module", path, "error", dlerror(), NULL);
         return -1;
     }
-    const warren_handler_t *desc = dlsym(module, WARREN_HANDLER_SYMBOL);
-    if (!desc) {
-        snprintf(err, sizeof err, "%s: no symbol %s (built for another handler ABI?)", name,
-                 WARREN_HANDLER_SYMBOL);
-    } else if (check_desc(r, desc, name, err, sizeof err) == 0) {
-        if (add_entry(r, desc, module) == 0) {
-            log_kv(LOG_INFO, "handler module loaded", "module", path, "action_ref",
-                   desc->action_ref, NULL);
-            return 0;
-        }
-        snprintf(err, sizeof err, "%s: out of memory", name);
+    const warren_handler_v2_t *v2 = dlsym(module, WARREN_HANDLER_SYMBOL_V2);
+    const warren_handler_t *v1 = v2 ? NULL : dlsym(module, WARREN_HANDLER_SYMBOL);
+    int rc = -1;
+    if (v2)
+        rc = add_v2(r, v2, module, name, err, sizeof err);
+    else if (v1)
+        rc = add_v1(r, v1, module, name, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "%s: no symbol %s or %s (built for another handler ABI?)", name,
+                 WARREN_HANDLER_SYMBOL_V2, WARREN_HANDLER_SYMBOL);
+    if (rc == 0) {
+        log_kv(LOG_INFO, "handler module loaded", "module", path, "action_ref",
+               v2 ? v2->action_ref : v1->action_ref, "abi", v2 ? "2" : "1", NULL);
+        return 0;
     }
     log_kv(LOG_ERROR, "handler module rejected", "module", path, "error", err, NULL);
     dlclose(module);
     return -1;
+}
+
+void handlers_keep_modules(handlers_t *r)
+{
+    for (size_t i = 0; i < r->count; i++)
+        r->entries[i].module = NULL;
 }
 
 int handlers_load_dir(handlers_t *r, const char *dir)
@@ -213,7 +232,7 @@ static size_t collect_names(const handlers_t *r, const char *dir, struct dirent 
     size_t count = 0;
     char path[4096];
     for (size_t i = 0; i < r->count; i++)
-        out[count++] = r->entries[i].desc->action_ref;
+        out[count++] = r->entries[i].action_ref;
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
         if (is_executable_file(path))

@@ -1,6 +1,6 @@
 /*
  * The worker's own small HTTP server on worker.http_listen: /livez (the loop turns), /readyz
- * (consuming its queue on a connected broker, no breaker open) and /metrics (the counters of
+ * (consuming its queue and its control queue on a connected broker, no breaker open) and /metrics (the counters of
  * the stats line, in flight and capacity, breakers, handler durations by action).
  */
 #include <inttypes.h>
@@ -27,13 +27,21 @@ static void on_readyz(http_req_t *r, void *arg)
     http_ready_t h;
     http_ready_init(&h);
     bool running = w->phase == PHASE_RUNNING;
-    bool consuming = w->consuming && mq_connected(w->consumer);
     http_ready_check(&h, "phase", running ? "running" : "draining", running,
                      "shutting down: takes no new work");
-    char why[300];
-    snprintf(why, sizeof why, "not consuming %s", w->queue);
-    http_ready_check(&h, "consumer", consuming ? "ok" : "lost", consuming, why);
-    http_ready_breaker(&h, "breaker_consume", mq_breaker(w->consumer));
+    const struct {
+        const char *check, *breaker;
+        const subscription_t *s;
+    } subs[] = {{"consumer", "breaker_consume", &w->dispatch},
+                {"control", "breaker_control", &w->control}};
+    for (size_t i = 0; i < 2; i++) {
+        const subscription_t *s = subs[i].s;
+        bool consuming = s->consuming && mq_connected(s->client);
+        char why[300];
+        snprintf(why, sizeof why, "not consuming %s", s->queue);
+        http_ready_check(&h, subs[i].check, consuming ? "ok" : "lost", consuming, why);
+        http_ready_breaker(&h, subs[i].breaker, mq_breaker(s->client));
+    }
     http_ready_breaker(&h, "breaker_publish", mq_breaker(w->publisher));
     http_ready_reply(r, &h, "worker", w->id);
 }
@@ -56,21 +64,24 @@ static void collect(metrics_out_t *o, void *arg)
     metrics_sample(o, "warren_worker_held", "", (double)execs_count(&w->execs, STAGE_HELD));
     metrics_family(o, "warren_worker_outbox", "gauge", "Reports waiting to be confirmed");
     metrics_sample(o, "warren_worker_outbox", "", (double)w->outbox.len);
-    metrics_family(o, "warren_worker_consuming", "gauge", "1 while consuming its queue");
-    metrics_sample(o, "warren_worker_consuming", "", w->consuming ? 1 : 0);
-    const char *names[] = {"consume", "publish"};
-    const breaker_t *b[] = {mq_breaker(w->consumer), mq_breaker(w->publisher)};
+    metrics_family(o, "warren_worker_consuming", "gauge",
+                   "1 while consuming its queue (dispatch) or its control queue (control)");
+    metrics_sample(o, "warren_worker_consuming", "queue=\"dispatch\"", w->dispatch.consuming);
+    metrics_sample(o, "warren_worker_consuming", "queue=\"control\"", w->control.consuming);
+    const char *names[] = {"consume", "control", "publish"};
+    const breaker_t *b[] = {mq_breaker(w->consumer), mq_breaker(w->control_client),
+                            mq_breaker(w->publisher)};
     char labels[64];
     metrics_family(o, "warren_breaker_state", "gauge",
                    "Circuit breaker state: 0 closed, 1 open, 2 half-open");
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 3; i++) {
         labels[0] = '\0';
         (void)metrics_label(labels, sizeof labels, "breaker", names[i]);
         metrics_sample(o, "warren_breaker_state", labels, (double)b[i]->state);
     }
     metrics_family(o, "warren_breaker_rejections_total", "counter",
                    "Calls a breaker refused while open");
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < 3; i++) {
         labels[0] = '\0';
         (void)metrics_label(labels, sizeof labels, "breaker", names[i]);
         metrics_sample_u64(o, "warren_breaker_rejections_total", labels, b[i]->calls_rejected);
@@ -119,6 +130,7 @@ static int register_counters(worker_t *w)
          &s->completed},
         {"warren_worker_executions_total", "outcome=\"failed\"", NULL, &s->failed},
         {"warren_worker_executions_total", "outcome=\"timeout\"", NULL, &s->timed_out},
+        {"warren_worker_executions_total", "outcome=\"cancelled\"", NULL, &s->cancelled},
         {"warren_worker_rejected_total", "", "Dispatches refused (dead-lettered)", &s->rejected},
         {"warren_worker_duplicates_total", "", "Redeliveries of executions already here",
          &s->duplicates},
@@ -137,6 +149,14 @@ static int register_counters(worker_t *w)
          &s->resubscribes},
         {"warren_worker_abandoned_total", "", "Handlers killed by an immediate exit, unreported",
          &s->abandoned},
+        {"warren_worker_cancels_total", "", "Cancel requests received", &s->cancels},
+        {"warren_worker_cancels_ignored_total", "",
+         "Cancel requests for executions not here, finished or ending", &s->cancels_ignored},
+        {"warren_worker_control_rejected_total", "",
+         "Control messages that were no cancel for this worker (dead-lettered)",
+         &s->control_rejected},
+        {"warren_worker_control_resubscribes_total", "",
+         "Times the worker consumed its control queue again", &s->control_resubscribes},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         if (metrics_add_u64(&w->metrics, METRIC_COUNTER, c[i].name,

@@ -8,11 +8,6 @@
 #include "warren/timestamp.h"
 #include "worker/worker_internal.h"
 
-static void id_text(int64_t id, char *buf, size_t len)
-{
-    snprintf(buf, len, "%" PRId64, id);
-}
-
 /* Acks and nacks are best effort: when they fail the channel is gone and the broker has
  * requeued the delivery, which then comes back and is handled again. */
 static void settle(worker_t *w, uint64_t tag, bool ack, bool requeue, const char *execution_id)
@@ -40,33 +35,24 @@ static void reject(worker_t *w, const mq_delivery_t *d, const char *why)
 static int parse(worker_t *w, const mq_delivery_t *d, envelope_t *e, dispatch_t *disp, char *why,
                  size_t len)
 {
-    if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
+    if (subscriber_decode(d, MSG_EXECUTION_REQUESTED, e, why, len) != 0 ||
+        dispatch_from_payload(e->payload, disp, why, len) != 0)
         return -1;
-    if (e->type != MSG_EXECUTION_REQUESTED) {
-        snprintf(why, len, "message_type '%s' is not ExecutionRequested", e->type_name);
-        return -1;
-    }
-    if (dispatch_from_payload(e->payload, disp, why, len) != 0)
-        return -1;
-    if (strcmp(disp->worker_id, w->id) != 0) {
-        snprintf(why, len, "dispatch for worker '%s' reached worker '%s'", disp->worker_id, w->id);
-        return -1;
-    }
-    return 0;
+    return subscriber_addressed(w, "dispatch", disp->worker_id, why, len);
 }
 
 /* The same execution and attempt is already here: never run it twice. */
-static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
+static void duplicate(worker_t *w, execs_record_t *x, const mq_delivery_t *d)
 {
-    char id[24];
-    id_text(x->execution_id, id, sizeof id);
+    char id[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     w->stats.duplicates++;
     if (x->running_reported) {
         log_kv(LOG_INFO, "dispatch of an execution already running here: acked, not run again",
                "worker", w->id, "execution_id", id, "redelivered",
                d->redelivered ? "true" : "false", NULL);
         settle(w, d->delivery_tag, true, false, id);
-    } else if (exec_add_tag(x, d->delivery_tag) != 0) {
+    } else if (execs_add_tag(x, d->delivery_tag) != 0) {
         settle(w, d->delivery_tag, false, true, id); /* out of memory: let it come back */
     } else {
         log_kv(LOG_INFO, "dispatch of an execution already here: acked once it is reported running",
@@ -77,7 +63,7 @@ static void duplicate(worker_t *w, exec_t *x, const mq_delivery_t *d)
 
 static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const dispatch_t *disp)
 {
-    exec_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
+    execs_record_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
     if (!x)
         return -1;
     size_t n = 2;
@@ -85,7 +71,7 @@ static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const 
     if (disp->params)
         params = json_object_to_json_string_length(
             disp->params, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-    if (!params || exec_set_params(x, params, n) != 0 || exec_add_tag(x, d->delivery_tag) != 0) {
+    if (!params || execs_set_params(x, params, n) != 0 || execs_add_tag(x, d->delivery_tag) != 0) {
         execs_remove(&w->execs, x, false);
         return -1;
     }
@@ -99,9 +85,9 @@ static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const 
 static void accept_dispatch(worker_t *w, const mq_delivery_t *d, const envelope_t *e,
                             const dispatch_t *disp)
 {
-    char id[24];
-    id_text(disp->execution_id, id, sizeof id);
-    exec_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
+    char id[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(disp->execution_id, id, sizeof id);
+    execs_record_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
     if (x) {
         duplicate(w, x, d);
     } else if (execs_recent(&w->execs, disp->execution_id, disp->attempt)) {
@@ -140,17 +126,19 @@ void intake_delivery(worker_t *w, mq_delivery_t *d)
 
 static void on_done(const runner_result_t *r, void *arg)
 {
-    exec_t *x = arg;
+    execs_record_t *x = arg;
     worker_t *w = x->owner;
-    char ended_at[40], id[24], ms[24], code[16];
+    char ended_at[40], id[IDS_EXECUTION_ID_TEXT], ms[24], code[16];
     ts_now(ended_at, sizeof ended_at);
-    id_text(x->execution_id, id, sizeof id);
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, r->duration_ms);
     snprintf(code, sizeof code, "%d", r->exit_code);
     if (r->outcome == RUNNER_COMPLETED)
         w->stats.completed++;
     else if (r->outcome == RUNNER_TIMEOUT)
         w->stats.timed_out++;
+    else if (r->outcome == RUNNER_CANCELLED)
+        w->stats.cancelled++;
     else
         w->stats.failed++;
     health_observe(w, x->action_ref, r->duration_ms);
@@ -162,14 +150,14 @@ static void on_done(const runner_result_t *r, void *arg)
     worker_kick_soon(w);
 }
 
-static void start(worker_t *w, exec_t *x)
+static void start(worker_t *w, execs_record_t *x)
 {
-    char id[24], err[ERRBUF_SIZE], timeout[16];
-    id_text(x->execution_id, id, sizeof id);
+    char id[IDS_EXECUTION_ID_TEXT], err[ERRBUF_SIZE], timeout[16];
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     /* The submission's timeout, else the action's configured one, else the worker default. */
     if (x->timeout_s <= 0)
         x->timeout_s = action_timeouts_lookup(w->o.cfg->worker.action_timeouts, x->action_ref);
-    runner_job_t job = {
+    runner_spec_t spec = {
         .execution_id = x->execution_id,
         .action_ref = x->action_ref,
         .params_json = x->params,
@@ -181,7 +169,7 @@ static void start(worker_t *w, exec_t *x)
     /* Set before runner_start: an in-process handler's result arrives from the loop later,
      * but the state must already say running. */
     execs_set_stage(&w->execs, x, STAGE_RUNNING);
-    if (runner_start(w->runner, &job, on_done, x, err, sizeof err) != 0) {
+    if (runner_start(w->runner, &spec, on_done, x, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot start execution; dead-lettered", "worker", w->id, "execution_id",
                id, "error", err, NULL);
         w->stats.rejected++;
@@ -198,13 +186,16 @@ static void start(worker_t *w, exec_t *x)
     reporter_running(w, x);
 }
 
-/* Room for one more: a free slot, and room in the outbox for its two reports and those of every
- * running execution, so a report never finds the outbox full. */
+/* Room for one more: a free slot, and room in the outbox for its two reports, those of every
+ * running execution and one for each other held one (its cancel is reported), so a report never
+ * finds the outbox full. */
 static bool room_to_start(const worker_t *w)
 {
     size_t running = runner_running(w->runner);
+    size_t held = execs_count(&w->execs, STAGE_HELD); /* the one to start included */
+    size_t others = held > 0 ? held - 1 : 0;
     return running < (size_t)w->o.max_concurrency &&
-           w->outbox.len + 2 * (running + 1) <= w->outbox.cap;
+           w->outbox.len + 2 * (running + 1) + others <= w->outbox.cap;
 }
 
 /* While reports fail nothing new starts: work whose status cannot reach the executor would
@@ -225,7 +216,7 @@ static bool reports_flow(worker_t *w)
 
 size_t intake_start_held(worker_t *w)
 {
-    exec_t *x;
+    execs_record_t *x;
     size_t started = 0;
     while (w->phase == PHASE_RUNNING && room_to_start(w) &&
            (x = execs_first_held(&w->execs)) != NULL && reports_flow(w)) {
@@ -235,12 +226,25 @@ size_t intake_start_held(worker_t *w)
     return started;
 }
 
+void intake_cancel_held(worker_t *w, execs_record_t *x)
+{
+    runner_result_t r = {
+        .execution_id = x->execution_id,
+        .action_ref = x->action_ref,
+        .outcome = RUNNER_CANCELLED,
+        .exit_code = -1,
+        .stderr_tail = "",
+        .error = "Cancelled by request",
+    };
+    on_done(&r, x); /* never started: no started_at, and its completion acks the dispatch */
+}
+
 void intake_requeue_held(worker_t *w)
 {
-    exec_t *x;
+    execs_record_t *x;
     while ((x = execs_first_held(&w->execs)) != NULL) {
-        char id[24];
-        id_text(x->execution_id, id, sizeof id);
+        char id[IDS_EXECUTION_ID_TEXT];
+        ids_execution_id_text(x->execution_id, id, sizeof id);
         for (size_t i = 0; i < x->n_tags; i++) {
             w->stats.requeued++;
             settle(w, x->tags[i], false, true, id);
@@ -253,9 +257,9 @@ void intake_requeue_held(worker_t *w)
 
 void intake_forget_deliveries(worker_t *w)
 {
-    exec_t *x = w->execs.head;
+    execs_record_t *x = w->execs.head;
     while (x) {
-        exec_t *next = x->next;
+        execs_record_t *next = x->next;
         x->n_tags = 0;
         if (x->stage == STAGE_HELD) {
             w->stats.dropped_held++;

@@ -40,8 +40,8 @@ void outbox_init(outbox_t *o, size_t cap, int64_t base_ms, int64_t max_ms);
 /* Frees every queued message. */
 void outbox_free(outbox_t *o);
 
-/* A message owning body (malloc'd; taken over, also when NULL is returned for OOM). Freed by
- * outbox_msg_free(). */
+/* A message that takes ownership of body (malloc'd), also when it returns NULL for OOM. Freed
+ * by outbox_msg_free(). */
 outbox_msg_t *outbox_msg_new(outbox_kind_t kind, int64_t execution_id, int attempt, msg_type_t type,
                              const char *message_id, const char *routing_key, char *body,
                              size_t body_len);

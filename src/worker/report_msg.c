@@ -21,7 +21,7 @@ static void add_execution(json_object *p, const char *worker_id, int64_t executi
     json_object_object_add(p, "worker_id", json_object_new_string(worker_id));
 }
 
-/* Envelope around payload (taken over; NULL means OOM), correlated by the execution id. */
+/* Envelope around payload (takes ownership; NULL means OOM), correlated by the execution id. */
 static char *encode_execution(msg_type_t type, const char *message_id, int64_t execution_id,
                               int attempt, const char *trace_id, json_object *payload, size_t *len)
 {
@@ -72,7 +72,7 @@ static json_object *output_object(const char *text, size_t len, bool truncated)
     return o;
 }
 
-/* The completion payload around result (taken over; NULL is sent as null). */
+/* The completion payload around result (takes ownership; NULL is sent as null). */
 static json_object *completion_payload(const report_msg_completion_t *c, json_object *result,
                                        bool truncated)
 {
@@ -90,7 +90,8 @@ static json_object *completion_payload(const report_msg_completion_t *c, json_ob
     json_object_object_add(p, "stderr_tail",
                            json_object_new_string(c->stderr_tail ? c->stderr_tail : ""));
     json_object_object_add(p, "truncated", json_object_new_boolean(truncated));
-    json_object_object_add(p, "started_at", json_object_new_string(c->started_at));
+    json_object_object_add(p, "started_at",
+                           c->started_at && *c->started_at ? text_or_null(c->started_at) : NULL);
     json_object_object_add(p, "ended_at", json_object_new_string(c->ended_at));
     json_object_object_add(p, "duration_ms", json_object_new_int64(c->duration_ms));
     return p;

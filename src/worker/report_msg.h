@@ -29,14 +29,15 @@ typedef struct report_msg_completion {
     const char *worker_id;
     int64_t execution_id;
     int attempt;
-    const char *status;      /* completed | failed | timeout */
+    const char *status;      /* completed | failed | timeout | cancelled */
     const char *result_json; /* strict JSON text from the runner, embedded as is; NULL: null */
     int exit_code;
     int signal;
     const char *error; /* NULL: null */
     const char *stderr_tail;
     bool truncated;
-    const char *started_at, *ended_at;
+    const char *started_at; /* "": never started (cancelled while held), sent as null */
+    const char *ended_at;
     int64_t duration_ms;
     const char *trace_id;
 } report_msg_completion_t;

@@ -8,19 +8,14 @@
 #include "worker/report_msg.h"
 #include "worker/worker_internal.h"
 
-static void id_text(int64_t id, char *buf, size_t len)
-{
-    snprintf(buf, len, "%" PRId64, id);
-}
+static void ack_dispatch(worker_t *w, execs_record_t *x, const char *id);
 
-static void ack_dispatch(worker_t *w, exec_t *x, const char *id);
-
-/* body (malloc'd, may be NULL after OOM) is taken over. -1 when the report was dropped (logged
+/* Takes ownership of body (malloc'd, NULL after OOM). -1 when the report was dropped (logged
  * and counted). */
-static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t type,
+static int enqueue(worker_t *w, outbox_kind_t kind, const execs_record_t *x, msg_type_t type,
                    const char *message_id, const char *key_prefix, char *body, size_t len)
 {
-    char key[160], id[24];
+    char key[160], id[IDS_EXECUTION_ID_TEXT];
     snprintf(key, sizeof key, "%s.%s", key_prefix, w->id);
     outbox_msg_t *m = body ? outbox_msg_new(kind, x->execution_id, x->attempt, type, message_id,
                                             key, body, len)
@@ -28,7 +23,7 @@ static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t 
     if (m && outbox_push(&w->outbox, m, now_mono_ms()) == 0)
         return 0;
     /* Cannot happen while intake keeps room for every running execution's reports. */
-    id_text(x->execution_id, id, sizeof id);
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     w->stats.reports_lost++;
     log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped", "worker",
            w->id, "execution_id", id, "type", msg_type_name(type), NULL);
@@ -36,7 +31,7 @@ static int enqueue(worker_t *w, outbox_kind_t kind, const exec_t *x, msg_type_t 
     return -1;
 }
 
-void reporter_running(worker_t *w, exec_t *x)
+void reporter_running(worker_t *w, execs_record_t *x)
 {
     char message_id[40];
     size_t len = 0;
@@ -53,13 +48,14 @@ void reporter_running(worker_t *w, exec_t *x)
                   "execution.status", body, len);
 }
 
-void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at)
+void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *r,
+                         const char *ended_at)
 {
     /* Finished before its running status went out (in-process handlers): the completion
      * alone says it all, and its confirmation acks the dispatch. One publish, one delivery
      * and one database update fewer per execution. */
     outbox_msg_free(outbox_take_unsent_running(&w->outbox, x->execution_id, x->attempt));
-    char message_id[40], id[24];
+    char message_id[40], id[IDS_EXECUTION_ID_TEXT];
     size_t len = 0;
     report_msg_fate_t fate;
     envelope_new_id(message_id, sizeof message_id);
@@ -81,7 +77,7 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
     };
     char *body = report_msg_completion(&c, message_id, &len, &fate);
     if (body && fate != REPORT_MSG_RESULT_KEPT) {
-        id_text(x->execution_id, id, sizeof id);
+        ids_execution_id_text(x->execution_id, id, sizeof id);
         log_kv(LOG_WARN,
                fate == REPORT_MSG_RESULT_TOO_DEEP
                    ? "result nests too deep for a message: sent as text under \"output\""
@@ -92,16 +88,16 @@ void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const
                 body, len) != 0) {
         /* Nothing will ever confirm a completion now: settle the dispatch here so it does not
          * hold a prefetch slot forever. The loss is logged and counted (reports_lost). */
-        id_text(x->execution_id, id, sizeof id);
+        ids_execution_id_text(x->execution_id, id, sizeof id);
         ack_dispatch(w, x, id);
         execs_remove(&w->execs, x, true);
     }
 }
 
-/* The message for m; id (24 bytes) holds the execution id text it points at. */
+/* The message for m; id (IDS_EXECUTION_ID_TEXT bytes) gets the execution id text it points at. */
 static mq_message_t message_of(const worker_t *w, const outbox_msg_t *m, char *id)
 {
-    id_text(m->execution_id, id, 24);
+    ids_execution_id_text(m->execution_id, id, IDS_EXECUTION_ID_TEXT);
     return (mq_message_t){
         .exchange = w->exchange,
         .routing_key = m->routing_key,
@@ -117,7 +113,7 @@ static mq_message_t message_of(const worker_t *w, const outbox_msg_t *m, char *i
 
 /* The broker confirmed m: a running status releases the dispatch's deliveries, a completion
  * ends the execution's stay. */
-static void ack_dispatch(worker_t *w, exec_t *x, const char *id)
+static void ack_dispatch(worker_t *w, execs_record_t *x, const char *id)
 {
     for (size_t i = 0; i < x->n_tags; i++)
         if (mq_ack(w->consumer, x->tags[i], false) != MQ_OK)
@@ -130,11 +126,11 @@ static void ack_dispatch(worker_t *w, exec_t *x, const char *id)
 
 static void settled(worker_t *w, const outbox_msg_t *m)
 {
-    char id[24];
-    exec_t *x = execs_find(&w->execs, m->execution_id, m->attempt);
+    char id[IDS_EXECUTION_ID_TEXT];
+    execs_record_t *x = execs_find(&w->execs, m->execution_id, m->attempt);
     if (!x)
         return;
-    id_text(x->execution_id, id, sizeof id);
+    ids_execution_id_text(x->execution_id, id, sizeof id);
     if (m->kind == OUTBOX_COMPLETED) {
         log_kv(LOG_DEBUG, "completion confirmed", "worker", w->id, "execution_id", id, NULL);
         ack_dispatch(w, x, id); /* when its running status was never sent */
@@ -147,7 +143,7 @@ static void settled(worker_t *w, const outbox_msg_t *m)
 
 static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
 {
-    char id[24], ms[24], tries[16];
+    char id[IDS_EXECUTION_ID_TEXT], ms[24], tries[16];
     int64_t now = now_mono_ms();
     int64_t wait = mq_retry_in_ms(w->publisher);
     int64_t delay;
@@ -160,7 +156,7 @@ static void retry_later(worker_t *w, const outbox_msg_t *m, int status)
     }
     delay = outbox_failed(&w->outbox, now, wait, evloop_random());
     w->stats.publish_retries++;
-    id_text(m->execution_id, id, sizeof id);
+    ids_execution_id_text(m->execution_id, id, sizeof id);
     snprintf(ms, sizeof ms, "%" PRId64, delay);
     snprintf(tries, sizeof tries, "%d", m->tries);
     log_kv(LOG_WARN, "report not confirmed; retrying", "worker", w->id, "execution_id", id, "type",
@@ -174,8 +170,8 @@ static void confirmed(worker_t *w)
 {
     outbox_msg_t *m = outbox_pop(&w->outbox);
     if (m->tries > 0) {
-        char id[24];
-        id_text(m->execution_id, id, sizeof id);
+        char id[IDS_EXECUTION_ID_TEXT];
+        ids_execution_id_text(m->execution_id, id, sizeof id);
         log_kv(LOG_INFO, "report confirmed after retrying", "worker", w->id, "execution_id", id,
                "type", msg_type_name(m->type), NULL);
     }
@@ -194,7 +190,7 @@ void reporter_flush(worker_t *w)
 {
     enum { FLUSH_BATCH = 256 };
     mq_message_t msgs[FLUSH_BATCH];
-    char ids[FLUSH_BATCH][24];
+    char ids[FLUSH_BATCH][IDS_EXECUTION_ID_TEXT];
     int results[FLUSH_BATCH];
     const outbox_msg_t *m;
     while ((m = outbox_due(&w->outbox, now_mono_ms())) != NULL) {
@@ -267,8 +263,8 @@ void reporter_give_up(worker_t *w)
 {
     outbox_msg_t *m;
     while ((m = outbox_pop(&w->outbox)) != NULL) {
-        char id[24], tries[16];
-        id_text(m->execution_id, id, sizeof id);
+        char id[IDS_EXECUTION_ID_TEXT], tries[16];
+        ids_execution_id_text(m->execution_id, id, sizeof id);
         snprintf(tries, sizeof tries, "%d", m->tries);
         w->stats.reports_lost++;
         log_kv(LOG_ERROR,

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "warren/utf8.h"
 #include "worker/capture.h"
 #include "worker/handlers.h"
+#include "worker/inproc.h"
 #include "worker/runner.h"
 
 #define READ_CHUNK 65536
@@ -23,12 +25,15 @@
 #define HANDLER_PATH "PATH=/usr/local/bin:/usr/bin:/bin"
 
 /*
- * A job's life: RUNNING (handler started or in-process run) -> STOPPING (SIGTERM sent on timeout
- * or shutdown, SIGKILL armed) -> DONE (result filled, done_cb queued). Failures to start and
- * in-process runs go straight to DONE; a handler exiting moves RUNNING or STOPPING to DONE.
+ * A job's life: RUNNING (handler process or thread started) -> STOPPING (on timeout, cancel or
+ * shutdown: SIGTERM sent and SIGKILL armed, or a thread asked to stop and its abandonment armed)
+ * -> DONE (result filled, done_cb queued). Failures to start and inline (version 1) in-process
+ * runs go straight to DONE; a handler exiting or its run() returning moves RUNNING or STOPPING
+ * to DONE.
  */
 typedef enum { JOB_RUNNING = 0, JOB_STOPPING, JOB_DONE } job_state_t;
 
+/* One started runner_spec_t: its process (or in-process run), pipes, output and result. */
 typedef struct job {
     runner_t *runner;
     struct job *prev, *next;
@@ -41,12 +46,13 @@ typedef struct job {
     int64_t started_ms;
     job_state_t state;
     pid_t pid;                 /* 0 for in-process handlers; also the process group */
+    inproc_run_t *thread;      /* a version 2 in-process handler's run, until joined */
     int in_fd, out_fd, err_fd; /* parent ends, -1 once closed */
     char *params;
     size_t params_len, params_off;
     struct event *ev_in, *ev_out, *ev_err, *ev_timer, *ev_done;
     capture_t out, err;
-    bool timed_out, terminated;
+    bool timed_out, terminated, cancelled; /* why it was stopped: at most one is set */
     /* The result, filled when the job moves to DONE. */
     runner_outcome_t outcome;
     int exit_code, signal;
@@ -62,6 +68,8 @@ struct runner {
     int kill_grace_s, default_timeout_s;
     handlers_t *handlers; /* in-process handlers */
     struct event *ev_sigchld, *ev_sweep;
+    int wake_fd; /* eventfd: a version 2 handler's run() returned */
+    struct event *ev_wake;
     job_t *jobs; /* every job whose done_cb has not been called */
     size_t running;
 };
@@ -72,6 +80,7 @@ const char *runner_outcome_name(runner_outcome_t outcome)
     case RUNNER_COMPLETED: return "completed";
     case RUNNER_FAILED: return "failed";
     case RUNNER_TIMEOUT: return "timeout";
+    case RUNNER_CANCELLED: return "cancelled";
     }
     return "unknown";
 }
@@ -183,26 +192,114 @@ static void job_set_result(job_t *j)
         log_job(LOG_ERROR, "result dropped", j, "error", "out of memory");
 }
 
+/* A handler the runner stopped (timeout, cancel, shutdown) ends as the reason says, however it
+ * ended: set outcome and error. False when it was not stopped. */
+static bool job_stopped_outcome(job_t *j)
+{
+    if (j->timed_out) {
+        j->outcome = RUNNER_TIMEOUT;
+        snprintf(j->error, sizeof j->error, "timed out after %d s", j->timeout_s);
+    } else if (j->cancelled) {
+        j->outcome = RUNNER_CANCELLED;
+        snprintf(j->error, sizeof j->error, "Cancelled by request");
+    } else if (j->terminated) {
+        j->outcome = RUNNER_FAILED;
+        snprintf(j->error, sizeof j->error, "terminated: worker shutting down");
+    } else {
+        return false;
+    }
+    return true;
+}
+
 /* ---- in-process handlers ----------------------------------------------------------------- */
 
-static void job_run_inproc(job_t *j, const warren_handler_t *h)
+/* run() returned rc with out (either version): the result. Takes out->result_json. */
+static void job_inproc_ended(job_t *j, int rc, warren_handler_output_t *out)
+{
+    j->exit_code = rc;
+    if (!job_stopped_outcome(j)) {
+        j->outcome = rc == 0 ? RUNNER_COMPLETED : RUNNER_FAILED;
+        if (rc != 0)
+            capture_error_text(out->error[0] ? out->error : "in-process handler failed", j->error,
+                               sizeof j->error);
+    }
+    /* The output cap holds for modules too; capture_append() marks the cut. */
+    const char *text = out->result_json ? out->result_json : "";
+    if (capture_append(&j->out, text, strlen(text)) < 0)
+        log_job(LOG_ERROR, "result dropped", j, "error", "out of memory");
+    free(out->result_json);
+    out->result_json = NULL;
+    job_set_result(j);
+    job_finish(j);
+}
+
+/* Version 1: run() inline, on the loop. */
+static void job_run_inline(job_t *j, const warren_handler_t *h)
 {
     warren_handler_output_t out;
     memset(&out, 0, sizeof out);
     int rc = h->run(j->params, j->params_len, &out);
     out.error[sizeof out.error - 1] = '\0';
-    j->exit_code = rc;
-    j->outcome = rc == 0 ? RUNNER_COMPLETED : RUNNER_FAILED;
-    if (rc != 0)
-        capture_error_text(out.error[0] ? out.error : "in-process handler failed", j->error,
-                           sizeof j->error);
-    /* The output cap holds for modules too; capture_append() marks the cut. */
-    const char *text = out.result_json ? out.result_json : "";
-    if (capture_append(&j->out, text, strlen(text)) < 0)
-        log_job(LOG_ERROR, "result dropped", j, "error", "out of memory");
-    free(out.result_json);
+    job_inproc_ended(j, rc, &out);
+}
+
+/* Version 2: run() on a thread of its own; its end comes through the runner's wake event. */
+static int job_start_thread(job_t *j, const warren_handler_v2_t *h, char *err, size_t errlen)
+{
+    inproc_spec_t spec = {
+        .handler = h,
+        .params_json = j->params,
+        .params_len = j->params_len,
+        .execution_id = j->execution_id,
+        .attempt = j->attempt,
+        .action_ref = j->action_ref,
+        .timeout_s = j->timeout_s,
+        .deadline_ms = j->timeout_s > 0 ? j->started_ms + (int64_t)j->timeout_s * 1000 : 0,
+        .wake_fd = j->runner->wake_fd,
+    };
+    j->thread = inproc_start(&spec, err, errlen);
+    return j->thread ? 0 : -1;
+}
+
+static void job_thread_returned(job_t *j)
+{
+    warren_handler_output_t out;
+    int rc = inproc_join(j->thread, &out);
+    j->thread = NULL;
+    job_release_io(j); /* its timer */
+    job_inproc_ended(j, rc, &out);
+}
+
+/* kill_grace_s after the stop request run() has still not returned: the execution ends without
+ * it, and its thread runs on unwatched (a thread cannot be killed). */
+static void job_abandon_thread(job_t *j)
+{
+    if (!inproc_abandon(j->thread))
+        return; /* it returned just now: the wake event joins it */
+    j->thread = NULL;
+    char grace[16];
+    snprintf(grace, sizeof grace, "%d", j->runner->kill_grace_s);
+    log_job(LOG_ERROR, "in-process handler did not stop; its thread is abandoned", j,
+            "kill_grace_s", grace);
+    j->exit_code = -1;
+    (void)job_stopped_outcome(j);
+    size_t n = strlen(j->error);
+    snprintf(j->error + n, sizeof j->error - n,
+             "; the in-process handler did not return within %d s and was abandoned",
+             j->runner->kill_grace_s);
     job_set_result(j);
     job_finish(j);
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    runner_t *r = arg;
+    uint64_t n;
+    while (read(fd, &n, sizeof n) < 0 && errno == EINTR)
+        ;
+    for (job_t *j = r->jobs; j; j = j->next)
+        if (j->thread && inproc_returned(j->thread))
+            job_thread_returned(j);
 }
 
 /* ---- executable handlers: output and stdin ------------------------------------------------ */
@@ -269,12 +366,8 @@ static void job_classify(job_t *j, int status)
 {
     j->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     j->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    if (j->timed_out) {
-        j->outcome = RUNNER_TIMEOUT;
-        snprintf(j->error, sizeof j->error, "timed out after %d s", j->timeout_s);
-    } else if (j->terminated) {
-        j->outcome = RUNNER_FAILED;
-        snprintf(j->error, sizeof j->error, "terminated: worker shutting down");
+    if (job_stopped_outcome(j)) {
+        return;
     } else if (WIFEXITED(status) && j->exit_code == 0) {
         j->outcome = RUNNER_COMPLETED;
     } else if (WIFEXITED(status)) {
@@ -334,26 +427,42 @@ static void on_sigchld(evutil_socket_t sig, short what, void *arg)
     runner_reap(arg);
 }
 
-/* SIGTERM the group and give it kill_grace_s before SIGKILL. */
+/* How a running job is told to stop, for logs. */
+static const char *job_stop_signal(const job_t *j)
+{
+    return j->thread ? "stop request" : "SIGTERM";
+}
+
+/* Tell the handler to stop (set timed_out, cancelled or terminated first): SIGTERM its group, or
+ * ask its thread; kill_grace_s later SIGKILL follows, or the thread is abandoned. */
 static void job_stop(job_t *j)
 {
     j->state = JOB_STOPPING;
-    kill(-j->pid, SIGTERM);
+    if (j->thread)
+        inproc_stop(j->thread, j->timed_out   ? WARREN_HANDLER_STOP_TIMEOUT
+                               : j->cancelled ? WARREN_HANDLER_STOP_CANCELLED
+                                              : WARREN_HANDLER_STOP_SHUTDOWN);
+    else
+        kill(-j->pid, SIGTERM);
     struct timeval grace = {j->runner->kill_grace_s, 0};
     evtimer_add(j->ev_timer, &grace);
 }
 
-/* The job's one timer: first the execution timeout, then the SIGTERM grace period. */
+/* The job's one timer: first the execution timeout, then the grace period after the stop. */
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     job_t *j = arg;
     switch (j->state) {
     case JOB_RUNNING:
         j->timed_out = true;
-        log_job(LOG_WARN, "handler timed out", j, "signal", "SIGTERM");
+        log_job(LOG_WARN, "handler timed out", j, "signal", job_stop_signal(j));
         job_stop(j);
         break;
     case JOB_STOPPING:
+        if (j->thread) {
+            job_abandon_thread(j);
+            break;
+        }
         log_job(LOG_WARN, "handler ignored SIGTERM", j, "signal", "SIGKILL");
         kill(-j->pid, SIGKILL);
         break;
@@ -469,16 +578,21 @@ static int job_spawn(job_t *j, const char *path, char *err, size_t errlen)
     return 0;
 }
 
+static void job_arm_timeout(job_t *j)
+{
+    if (j->timeout_s > 0) {
+        struct timeval tv = {j->timeout_s, 0};
+        evtimer_add(j->ev_timer, &tv);
+    }
+}
+
 static void job_watch(job_t *j)
 {
     runner_t *r = j->runner;
     event_add(j->ev_out, NULL);
     event_add(j->ev_err, NULL);
     job_pump_stdin(j);
-    if (j->timeout_s > 0) {
-        struct timeval tv = {j->timeout_s, 0};
-        evtimer_add(j->ev_timer, &tv);
-    }
+    job_arm_timeout(j);
     if (!evtimer_pending(r->ev_sweep, NULL)) {
         struct timeval tv = {SWEEP_INTERVAL_S, 0};
         evtimer_add(r->ev_sweep, &tv);
@@ -491,7 +605,7 @@ static void job_watch(job_t *j)
 /* ---- the runner -------------------------------------------------------------------------- */
 
 /* A job record for spec, linked into the runner; NULL on OOM. Freed by on_job_done(). */
-static job_t *job_new(runner_t *r, const runner_job_t *spec, runner_done_cb done_cb, void *arg)
+static job_t *job_new(runner_t *r, const runner_spec_t *spec, runner_done_cb done_cb, void *arg)
 {
     job_t *j = calloc(1, sizeof *j);
     if (!j)
@@ -524,7 +638,7 @@ static job_t *job_new(runner_t *r, const runner_job_t *spec, runner_done_cb done
     return j;
 }
 
-int runner_start(runner_t *r, const runner_job_t *spec, runner_done_cb done_cb, void *arg,
+int runner_start(runner_t *r, const runner_spec_t *spec, runner_done_cb done_cb, void *arg,
                  char *err, size_t errlen)
 {
     job_t *j = job_new(r, spec, done_cb, arg);
@@ -532,19 +646,22 @@ int runner_start(runner_t *r, const runner_job_t *spec, runner_done_cb done_cb, 
         snprintf(err, errlen, "execution %" PRId64 ": out of memory", spec->execution_id);
         return -1;
     }
-    const warren_handler_t *h = handlers_find(r->handlers, j->action_ref);
-    if (h) {
-        job_run_inproc(j, h);
-        return 0;
-    }
+    const handler_entry_t *h = handlers_find(r->handlers, j->action_ref);
     char path[4096], why[ERRBUF_SIZE];
-    if (handlers_exec_path(r->handlers_dir, j->action_ref, path, sizeof path, why, sizeof why) <
-            0 ||
-        job_spawn(j, path, why, sizeof why) < 0) {
+    if (h && h->v1) {
+        job_run_inline(j, h->v1);
+    } else if (h) {
+        if (job_start_thread(j, h->v2, why, sizeof why) < 0)
+            job_fail(j, why);
+        else
+            job_arm_timeout(j);
+    } else if (handlers_exec_path(r->handlers_dir, j->action_ref, path, sizeof path, why,
+                                  sizeof why) < 0 ||
+               job_spawn(j, path, why, sizeof why) < 0) {
         job_fail(j, why);
-        return 0;
+    } else {
+        job_watch(j);
     }
-    job_watch(j);
     return 0;
 }
 
@@ -553,15 +670,43 @@ size_t runner_running(const runner_t *r)
     return r->running;
 }
 
+size_t runner_stuck(const runner_t *r)
+{
+    return inproc_abandoned();
+}
+
 void runner_terminate_all(runner_t *r)
 {
     for (job_t *j = r->jobs; j; j = j->next) {
-        if (j->pid <= 0 || j->state != JOB_RUNNING)
+        if ((j->pid <= 0 && !j->thread) || j->state != JOB_RUNNING)
             continue;
         j->terminated = true;
-        log_job(LOG_INFO, "terminating handler", j, "signal", "SIGTERM");
+        log_job(LOG_INFO, "terminating handler", j, "signal", job_stop_signal(j));
         job_stop(j);
     }
+}
+
+runner_cancel_t runner_cancel(runner_t *r, int64_t execution_id, int attempt)
+{
+    job_t *j = r->jobs;
+    while (j && (j->execution_id != execution_id || j->attempt != attempt))
+        j = j->next;
+    if (!j)
+        return RUNNER_CANCEL_UNKNOWN;
+    /* An end that has already happened wins over the cancel: collect it first, so the result
+     * says what really happened. */
+    if (j->state == JOB_RUNNING && j->thread && inproc_returned(j->thread))
+        job_thread_returned(j);
+    else if (j->state == JOB_RUNNING && j->pid > 0)
+        runner_reap(r);
+    if (j->cancelled)
+        return RUNNER_CANCEL_REPEATED;
+    if (j->state != JOB_RUNNING)
+        return RUNNER_CANCEL_ENDED;
+    j->cancelled = true;
+    log_job(LOG_INFO, "cancelling handler", j, "signal", job_stop_signal(j));
+    job_stop(j);
+    return RUNNER_CANCEL_STOPPING;
 }
 
 bool runner_has_handler(const runner_t *r, const char *action_ref)
@@ -618,6 +763,7 @@ runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *e
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    r->wake_fd = -1;
     r->base = base;
     r->max_output_bytes = opts->max_output_bytes;
     r->stderr_tail_bytes = opts->stderr_tail_bytes;
@@ -627,8 +773,11 @@ runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *e
     r->handlers = handlers_new();
     r->ev_sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);
     r->ev_sweep = event_new(base, -1, EV_PERSIST, on_sweep, r);
-    if (!r->handlers_dir || !r->handlers || !r->ev_sigchld || !r->ev_sweep ||
-        event_add(r->ev_sigchld, NULL) < 0) {
+    r->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    r->ev_wake = r->wake_fd < 0 ? NULL
+                                : event_new(base, r->wake_fd, EV_READ | EV_PERSIST, on_wake, r);
+    if (!r->handlers_dir || !r->handlers || !r->ev_sigchld || !r->ev_sweep || !r->ev_wake ||
+        event_add(r->ev_sigchld, NULL) < 0 || event_add(r->ev_wake, NULL) < 0) {
         snprintf(err, errlen, "cannot set up the runner (out of memory or no SIGCHLD event)");
         runner_free(r);
         return NULL;
@@ -648,13 +797,28 @@ static void job_kill_now(job_t *j)
         ;
 }
 
+/* The same for a thread, which cannot be killed: asked to stop, joined if run() has returned,
+ * else abandoned (it dies with the process). */
+static void job_drop_thread(job_t *j)
+{
+    inproc_stop(j->thread, WARREN_HANDLER_STOP_SHUTDOWN);
+    if (!inproc_abandon(j->thread)) {
+        warren_handler_output_t out;
+        (void)inproc_join(j->thread, &out);
+        free(out.result_json);
+    }
+    j->thread = NULL;
+}
+
 void runner_free(runner_t *r)
 {
     if (!r)
         return;
     while (r->jobs) {
         job_t *j = r->jobs;
-        if (j->pid > 0 && j->state != JOB_DONE)
+        if (j->thread)
+            job_drop_thread(j);
+        else if (j->pid > 0 && j->state != JOB_DONE)
             job_kill_now(j);
         job_unlink(j);
         job_free(j);
@@ -663,6 +827,13 @@ void runner_free(runner_t *r)
         event_free(r->ev_sigchld);
     if (r->ev_sweep)
         event_free(r->ev_sweep);
+    if (r->ev_wake)
+        event_free(r->ev_wake);
+    if (r->wake_fd >= 0)
+        close(r->wake_fd);
+    /* Abandoned threads may still run code of their modules. */
+    if (r->handlers && inproc_abandoned() > 0)
+        handlers_keep_modules(r->handlers);
     handlers_free(r->handlers);
     free(r->handlers_dir);
     free(r);

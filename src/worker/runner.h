@@ -6,11 +6,13 @@
  * process group of their own, with the params JSON on stdin and a minimal environment
  * (WARREN_EXECUTION_ID, WARREN_ACTION_REF, WARREN_ATTEMPT, WARREN_TIMEOUT_S, PATH). stdout is
  * the result, capped at max_output_bytes; the last stderr_tail_bytes of stderr are kept. On
- * timeout the whole group gets SIGTERM, then SIGKILL kill_grace_s later. When the handler
- * process exits, whatever it left running in its group is killed.
+ * timeout or cancel the whole group gets SIGTERM, then SIGKILL kill_grace_s later. When the
+ * handler process exits, whatever it left running in its group is killed.
  *
- * In-process handlers (core.noop and the *.so modules in handlers_dir, see warren/handler.h) run inline inside
- * runner_start(); their result is still delivered through done_cb from the loop.
+ * In-process handlers (core.noop and the *.so modules in handlers_dir, see warren/handler.h):
+ * version 1 runs inline inside runner_start(), version 2 on a thread of its own (inproc.h), asked
+ * to stop on timeout or cancel and abandoned kill_grace_s later if it does not return. Their
+ * results too are delivered through done_cb from the loop.
  *
  * The runner owns a SIGCHLD event on the base and ignores SIGPIPE process-wide (a handler that
  * closes stdin early must not kill the worker); handlers get default signal dispositions back.
@@ -32,16 +34,22 @@ typedef struct runner_opts {
     int default_timeout_s;    /* for jobs with timeout_s <= 0; <= 0 means no limit */
 } runner_opts_t;
 
-typedef enum { RUNNER_COMPLETED = 0, RUNNER_FAILED, RUNNER_TIMEOUT } runner_outcome_t;
+typedef enum {
+    RUNNER_COMPLETED = 0,
+    RUNNER_FAILED,
+    RUNNER_TIMEOUT,
+    RUNNER_CANCELLED, /* stopped by runner_cancel() */
+} runner_outcome_t;
 
-typedef struct runner_job {
+/* What to run: the runner turns it into a job of its own (its strings are copied). */
+typedef struct runner_spec {
     int64_t execution_id;
     const char *action_ref;
     const char *params_json; /* NULL or params_len 0 means "{}" */
     size_t params_len;
     int attempt;
     int timeout_s; /* <= 0: opts.default_timeout_s */
-} runner_job_t;
+} runner_spec_t;
 
 /*
  * The outcome of one execution. Every pointer is owned by the runner and valid only until
@@ -83,21 +91,39 @@ bool runner_has_handler(const runner_t *r, const char *action_ref);
 json_object *runner_handlers(const runner_t *r);
 
 /*
- * Start job (its strings are copied). Every problem with the job itself (unknown or invalid
- * action_ref, failing spawn) is reported as a FAILED result through done_cb, so each accepted
- * job produces exactly one result. Returns -1 (done_cb never called) only when memory or the
- * loop fail, with the reason in err.
+ * Start a job for spec (its strings are copied). Every problem with the job itself (unknown or
+ * invalid action_ref, failing spawn) is reported as a FAILED result through done_cb, so each
+ * accepted job produces exactly one result. Returns -1 (done_cb never called) only when memory
+ * or the loop fail, with the reason in err.
  */
-int runner_start(runner_t *r, const runner_job_t *job, runner_done_cb done_cb, void *arg, char *err,
-                 size_t errlen) WARN_UNUSED;
+int runner_start(runner_t *r, const runner_spec_t *spec, runner_done_cb done_cb, void *arg,
+                 char *err, size_t errlen) WARN_UNUSED;
 
 /* Jobs started whose done_cb has not run yet. */
 size_t runner_running(const runner_t *r);
+/* In-process handler threads abandoned (they did not stop when asked) and still running. */
+size_t runner_stuck(const runner_t *r);
 
-/* Fast shutdown: SIGTERM every running handler group now (SIGKILL after kill_grace_s). Each of
- * those jobs still ends through done_cb, as FAILED with error "terminated: worker shutting down".
- */
+/* Fast shutdown: SIGTERM every running handler group now (SIGKILL after kill_grace_s) and ask
+ * every handler thread to stop. Each of those jobs still ends through done_cb, as FAILED with
+ * error "terminated: worker shutting down". */
 void runner_terminate_all(runner_t *r);
+
+typedef enum {
+    RUNNER_CANCEL_STOPPING = 0, /* told to stop now: done_cb reports RUNNER_CANCELLED */
+    RUNNER_CANCEL_REPEATED,     /* an earlier cancel already told it to stop */
+    RUNNER_CANCEL_ENDED,        /* it ended, or is being stopped for a timeout or a shutdown:
+                                   done_cb reports that */
+    RUNNER_CANCEL_UNKNOWN,      /* no job for this execution and attempt */
+} runner_cancel_t;
+
+/*
+ * Cancel the job of (execution_id, attempt): SIGTERM its process group (SIGKILL kill_grace_s
+ * later), or ask its thread to stop (abandoned kill_grace_s later), as for a timeout; its result
+ * then says RUNNER_CANCELLED, error "Cancelled by request". A handler that has already exited
+ * (not reaped yet) or returned is collected first and reports what really happened.
+ */
+runner_cancel_t runner_cancel(runner_t *r, int64_t execution_id, int attempt);
 
 const char *runner_outcome_name(runner_outcome_t outcome);
 

@@ -1,16 +1,25 @@
-/* The worker's subscription: declare and consume its queue, again after any loss; drain. */
+/* The worker's subscriptions: declare and consume a queue, again after any loss; drain. The
+ * dispatch queue's kind is here; the control queue's is in control.c. */
 #include <stdio.h>
+#include <string.h>
 #include "warren/log.h"
 #include "worker/worker_internal.h"
 
 enum { SUBSCRIBED = 0, RETRY, REFUSED };
 
-/* May run inside ev_consume's own callback: the event is only deleted, never freed. */
-static void unwatch(worker_t *w)
+/* It consumes while the worker takes dispatches, or also while it drains. */
+static bool may_consume(const subscription_t *s)
 {
-    if (w->consuming)
-        event_del(&w->ev_consume);
-    w->consuming = false;
+    return s->w->phase == PHASE_RUNNING ||
+           (s->kind->while_draining && s->w->phase == PHASE_DRAINING);
+}
+
+/* May run inside ev_consume's own callback: the event is only deleted, never freed. */
+static void unwatch(subscription_t *s)
+{
+    if (s->consuming)
+        event_del(&s->ev_consume);
+    s->consuming = false;
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
@@ -22,32 +31,27 @@ static void on_readable(evutil_socket_t fd, short what, void *arg)
 
 /* The event is set up afresh for every subscription: after a reconnect the socket may reuse
  * the old fd number, which the old registration would never report again. */
-static int watch(worker_t *w)
+static int watch(subscription_t *s)
 {
-    unwatch(w);
-    if (event_assign(&w->ev_consume, w->base, mq_fd(w->consumer), EV_READ | EV_PERSIST, on_readable,
-                     w) != 0 ||
-        event_add(&w->ev_consume, NULL) != 0)
+    unwatch(s);
+    if (event_assign(&s->ev_consume, s->w->base, mq_fd(s->client), EV_READ | EV_PERSIST,
+                     on_readable, s) != 0 ||
+        event_add(&s->ev_consume, NULL) != 0)
         return -1;
-    w->consuming = true;
+    s->consuming = true;
     return 0;
 }
 
-static int subscribe(worker_t *w, char *err, size_t errlen)
+static int subscribe(subscription_t *s, char *err, size_t errlen)
 {
-    const warren_config_t *cfg = w->o.cfg;
-    /* The common topology too: the binding needs the exchange, dead-lettering the DLX, and
-     * the worker's reports a queue to land in, even when no executor ran yet. */
-    if (topo_declare_common(w->consumer, cfg, err, errlen) != 0 ||
-        topo_declare_worker(w->consumer, cfg, w->id, err, errlen) != 0)
-        /* Still connected means the broker answered and refused (406 inequivalent arguments,
-         * 403): retrying cannot help, an operator has to act. */
-        return mq_connected(w->consumer) ? REFUSED : RETRY;
-    if (mq_consume(w->consumer, w->queue, err, errlen) != MQ_OK)
+    bool fatal = false;
+    if (s->kind->declare(s->w, s->client, err, errlen, &fatal) != 0)
+        return fatal ? REFUSED : RETRY;
+    if (mq_consume(s->client, s->queue, err, errlen) != MQ_OK)
         return RETRY;
-    if (watch(w) != 0) {
+    if (watch(s) != 0) {
         snprintf(err, errlen, "cannot watch the consumer socket");
-        mq_disconnect(w->consumer);
+        mq_disconnect(s->client);
         return RETRY;
     }
     return SUBSCRIBED;
@@ -57,29 +61,145 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    worker_t *w = arg;
+    subscription_t *s = arg;
+    worker_t *w = s->w;
     char err[ERRBUF_SIZE] = "";
-    if (w->phase != PHASE_RUNNING)
+    if (!may_consume(s))
         return;
-    int rc = subscribe(w, err, sizeof err);
+    int rc = subscribe(s, err, sizeof err);
     if (rc == REFUSED) {
         log_kv(LOG_ERROR, "the broker refused the worker's topology", "worker", w->id, "queue",
-               w->queue, "error", err, NULL);
+               s->queue, "error", err, NULL);
         worker_finish(w, EXIT_RUNTIME);
         return;
     }
     if (rc == RETRY) {
-        int64_t delay = backoff_next(&w->subscribe_backoff, evloop_random());
-        int64_t wait = mq_retry_in_ms(w->consumer);
+        int64_t delay = backoff_next(&s->backoff, evloop_random());
+        int64_t wait = mq_retry_in_ms(s->client);
         char ms[24];
         snprintf(ms, sizeof ms, "%lld", (long long)(wait > delay ? wait : delay));
         log_kv(LOG_WARN, "cannot consume the worker queue; retrying", "worker", w->id, "queue",
-               w->queue, "error", err, "retry_in_ms", ms, NULL);
-        subscriber_start_later(w, wait > delay ? wait : delay);
+               s->queue, "error", err, "retry_in_ms", ms, NULL);
+        subscriber_start_later(s, wait > delay ? wait : delay);
         return;
     }
-    backoff_reset(&w->subscribe_backoff);
-    log_kv(LOG_INFO, "consuming dispatches", "worker", w->id, "queue", w->queue, NULL);
+    backoff_reset(&s->backoff);
+    log_kv(LOG_INFO, s->kind->consuming_msg, "worker", w->id, "queue", s->queue, NULL);
+    if (s->kind->subscribed)
+        s->kind->subscribed(w);
+    subscriber_drain(s); /* frames read during the declarations are already buffered */
+}
+
+void subscriber_init(subscription_t *s, worker_t *w, const subscription_kind_t *kind,
+                     mq_client_t *client, const char *queue, uint64_t *resubscribes)
+{
+    *s = (subscription_t){
+        .w = w, .kind = kind, .client = client, .queue = queue, .resubscribes = resubscribes};
+    backoff_init(&s->backoff, SUBSCRIBE_BASE_MS, SUBSCRIBE_MAX_MS);
+    evtimer_assign(&s->ev_subscribe, w->base, on_subscribe, s);
+}
+
+void subscriber_start_later(subscription_t *s, int64_t delay_ms)
+{
+    if (evloop_arm(&s->ev_subscribe, delay_ms) != 0)
+        worker_finish(s->w, EXIT_RUNTIME); /* it would never consume */
+}
+
+/* The consumer ended. After a cancel (ours, or the broker's when the queue was deleted) the
+ * channel is still open and unacked deliveries can still be acked; after a channel or
+ * connection loss the broker has requeued them all. */
+static void subscriber_ended(subscription_t *s, int status)
+{
+    worker_t *w = s->w;
+    unwatch(s);
+    if (s->kind->lost)
+        s->kind->lost(w, status);
+    if (!may_consume(s))
+        return;
+    (*s->resubscribes)++;
+    int64_t delay = backoff_next(&s->backoff, evloop_random());
+    char ms[24];
+    snprintf(ms, sizeof ms, "%lld", (long long)delay);
+    log_kv(LOG_WARN, "consumer lost; subscribing again", "worker", w->id, "queue", s->queue,
+           "reason", mq_status_name(status), "error", mq_last_error(s->client), "retry_in_ms", ms,
+           NULL);
+    subscriber_start_later(s, delay);
+}
+
+void subscriber_drain(subscription_t *s)
+{
+    mq_delivery_t *d;
+    int rc = 0;
+    while (s->consuming && (rc = mq_consume_next(s->client, 0, &d)) == 1)
+        s->kind->deliver(s->w, d);
+    if (s->consuming && rc < 0)
+        subscriber_ended(s, rc);
+    worker_kick_soon(s->w); /* after the completions in-process handlers queued meanwhile */
+}
+
+void subscriber_cancel(subscription_t *s)
+{
+    char err[ERRBUF_SIZE] = "";
+    evtimer_del(&s->ev_subscribe);
+    if (!s->consuming)
+        return;
+    int rc = mq_cancel(s->client, err, sizeof err);
+    if (rc != MQ_OK)
+        log_kv(LOG_WARN, "cancelling the consumer failed", "worker", s->w->id, "queue", s->queue,
+               "status", mq_status_name(rc), "error", err, NULL);
+    subscriber_drain(s); /* deliveries sent before the cancel: requeued, since not running */
+}
+
+void subscriber_pump(subscription_t *s)
+{
+    if (s->consuming) {
+        if (mq_pump(s->client) != 0)
+            subscriber_drain(s);
+    } else if (mq_connected(s->client)) {
+        /* Not consuming (draining, or between subscriptions): the connection still carries
+         * acks for running executions, so keep its heartbeats going. */
+        int rc = mq_pump(s->client);
+        (void)rc; /* a loss shows at the next ack or subscription */
+    }
+}
+
+int subscriber_decode(const mq_delivery_t *d, msg_type_t type, envelope_t *e, char *why, size_t len)
+{
+    if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
+        return -1;
+    if (e->type != type) {
+        snprintf(why, len, "message_type '%s' is not %s", e->type_name, msg_type_name(type));
+        return -1;
+    }
+    return 0;
+}
+
+int subscriber_addressed(const worker_t *w, const char *what, const char *to, char *why, size_t len)
+{
+    if (strcmp(to, w->id) == 0)
+        return 0;
+    snprintf(why, len, "%s for worker '%s' reached worker '%s'", what, to, w->id);
+    return -1;
+}
+
+/* ---- the dispatch queue ---------------------------------------------------------------------- */
+
+static int dispatch_declare(worker_t *w, mq_client_t *c, char *err, size_t errlen, bool *fatal)
+{
+    const warren_config_t *cfg = w->o.cfg;
+    /* The common topology too: the binding needs the exchange, dead-lettering the DLX, and
+     * the worker's reports a queue to land in, even when no executor ran yet. */
+    if (topo_declare_common(c, cfg, err, errlen) == 0 &&
+        topo_declare_worker(c, cfg, w->id, err, errlen) == 0)
+        return 0;
+    /* Still connected means the broker answered and refused (406 inequivalent arguments,
+     * 403): retrying cannot help, an operator has to act. */
+    *fatal = mq_connected(c);
+    return -1;
+}
+
+static void dispatch_subscribed(worker_t *w)
+{
     /* The broker is reachable again: waiting reports need not sit out their backoff. */
     if (w->outbox.failing) {
         outbox_retry_now(&w->outbox);
@@ -88,73 +208,19 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
     /* An announce after every subscription: after a broker restart the executor may have
      * marked this worker stale. */
     reporter_heartbeat(w, "online");
-    subscriber_drain(w); /* frames read during the declarations are already buffered */
 }
 
-void subscriber_init(worker_t *w)
+static void dispatch_lost(worker_t *w, int status)
 {
-    evtimer_assign(&w->ev_subscribe, w->base, on_subscribe, w);
-}
-
-void subscriber_start_later(worker_t *w, int64_t delay_ms)
-{
-    if (evloop_arm(&w->ev_subscribe, delay_ms) != 0)
-        worker_finish(w, EXIT_RUNTIME); /* it would never consume */
-}
-
-/* The consumer ended. After a cancel (ours, or the broker's when the queue was deleted) the
- * channel is still open and unacked deliveries can still be acked; after a channel or
- * connection loss the broker has requeued them all. */
-static void subscriber_ended(worker_t *w, int status)
-{
-    unwatch(w);
     if (status != MQ_ERR_CANCELLED)
         intake_forget_deliveries(w);
-    if (w->phase != PHASE_RUNNING)
-        return;
-    w->stats.resubscribes++;
-    int64_t delay = backoff_next(&w->subscribe_backoff, evloop_random());
-    char ms[24];
-    snprintf(ms, sizeof ms, "%lld", (long long)delay);
-    log_kv(LOG_WARN, "consumer lost; subscribing again", "worker", w->id, "queue", w->queue,
-           "reason", mq_status_name(status), "error", mq_last_error(w->consumer), "retry_in_ms", ms,
-           NULL);
-    subscriber_start_later(w, delay);
 }
 
-void subscriber_drain(worker_t *w)
-{
-    mq_delivery_t *d;
-    int rc = 0;
-    while (w->consuming && (rc = mq_consume_next(w->consumer, 0, &d)) == 1)
-        intake_delivery(w, d);
-    if (w->consuming && rc < 0)
-        subscriber_ended(w, rc);
-    worker_kick_soon(w); /* after the completions in-process handlers queued meanwhile */
-}
-
-void subscriber_cancel(worker_t *w)
-{
-    char err[ERRBUF_SIZE] = "";
-    evtimer_del(&w->ev_subscribe);
-    if (!w->consuming)
-        return;
-    int rc = mq_cancel(w->consumer, err, sizeof err);
-    if (rc != MQ_OK)
-        log_kv(LOG_WARN, "cancelling the consumer failed", "worker", w->id, "status",
-               mq_status_name(rc), "error", err, NULL);
-    subscriber_drain(w); /* deliveries sent before the cancel: requeued, since not RUNNING */
-}
-
-void subscriber_pump(worker_t *w)
-{
-    if (w->consuming) {
-        if (mq_pump(w->consumer) != 0)
-            subscriber_drain(w);
-    } else if (mq_connected(w->consumer)) {
-        /* Not consuming (draining, or between subscriptions): the connection still carries
-         * acks for running executions, so keep its heartbeats going. */
-        int rc = mq_pump(w->consumer);
-        (void)rc; /* a loss shows at the next ack or subscription */
-    }
-}
+const subscription_kind_t subscriber_dispatches = {
+    .consuming_msg = "consuming dispatches",
+    .while_draining = false, /* a drain cancels it: another incarnation takes new work */
+    .declare = dispatch_declare,
+    .deliver = intake_delivery,
+    .subscribed = dispatch_subscribed,
+    .lost = dispatch_lost,
+};

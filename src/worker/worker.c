@@ -16,8 +16,6 @@
 #define OUTBOX_SLACK 16
 #define RETRY_BASE_MS 200
 #define RETRY_MAX_MS 30000
-#define SUBSCRIBE_BASE_MS 250
-#define SUBSCRIBE_MAX_MS 10000
 
 static void stats_log(worker_t *w, const char *msg)
 {
@@ -40,6 +38,12 @@ static void stats_log(worker_t *w, const char *msg)
         s->heartbeats_failed,
         s->resubscribes,
         s->abandoned,
+        runner_stuck(w->runner),
+        s->cancelled,
+        s->cancels,
+        s->cancels_ignored,
+        s->control_rejected,
+        s->control_resubscribes,
     };
     char v[sizeof n / sizeof n[0]][24];
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
@@ -48,7 +52,9 @@ static void stats_log(worker_t *w, const char *msg)
            "deliveries", v[3], "started", v[4], "completed", v[5], "failed", v[6], "timeout", v[7],
            "rejected", v[8], "duplicates", v[9], "requeued", v[10], "dropped_held", v[11],
            "publish_retries", v[12], "reports_lost", v[13], "heartbeats_failed", v[14],
-           "resubscribes", v[15], "abandoned", v[16], NULL);
+           "resubscribes", v[15], "abandoned", v[16], "stuck_handlers", v[17], "cancelled", v[18],
+           "cancels", v[19], "cancels_ignored", v[20], "control_rejected", v[21],
+           "control_resubscribes", v[22], NULL);
 }
 
 void worker_finish(worker_t *w, int exit_code)
@@ -138,7 +144,7 @@ static void drain(worker_t *w, const char *signal_name)
     intake_requeue_held(w);
     reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
     (void)evloop_arm(&w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
-    subscriber_cancel(w); /* requeues what arrives meanwhile; may already finish the drain */
+    subscriber_cancel(&w->dispatch); /* requeues what arrives meanwhile; may finish the drain */
     worker_kick(w);
 }
 
@@ -173,7 +179,8 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)what;
     worker_t *w = arg;
     w->loop_beat_ms = now_mono_ms();
-    subscriber_pump(w);
+    subscriber_pump(&w->dispatch);
+    subscriber_pump(&w->control);
     int rc = mq_pump(w->publisher);
     (void)rc; /* heartbeats and late frames; a loss shows at the next publish */
 }
@@ -205,7 +212,10 @@ static int setup_events(worker_t *w)
     evtimer_assign(&w->ev_retry, w->base, on_kick, w);
     evtimer_assign(&w->ev_deadline, w->base, on_deadline, w);
     evtimer_assign(&w->ev_kick, w->base, on_kick, w);
-    subscriber_init(w);
+    subscriber_init(&w->dispatch, w, &subscriber_dispatches, w->consumer, w->queue,
+                    &w->stats.resubscribes);
+    subscriber_init(&w->control, w, &control_kind, w->control_client, w->control_queue,
+                    &w->stats.control_resubscribes);
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)w->o.cfg->rabbitmq.heartbeat_s * 1000);
     if (evloop_every(&w->ev_pump, w->base, pump_ms, on_pump, w) != 0 ||
         evloop_every(&w->ev_heartbeat, w->base, (int64_t)w->o.heartbeat_interval_s * 1000,
@@ -220,11 +230,12 @@ static int setup_clients(worker_t *w)
 {
     mq_options_t mo;
     mq_options_from_config(&mo, w->o.cfg, "warren-worker");
-    mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channel */
+    mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channels */
     w->consumer = mq_new(&mo);
+    w->control_client = mq_new(&mo);
     mo.prefetch = 0;
     w->publisher = mq_new(&mo);
-    return w->consumer && w->publisher ? 0 : -1;
+    return w->consumer && w->control_client && w->publisher ? 0 : -1;
 }
 
 static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
@@ -232,7 +243,8 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     w->o = *o;
     snprintf(w->id, sizeof w->id, "%s", o->id);
     w->o.id = w->id;
-    if (topo_worker_queue(w->id, w->queue, sizeof w->queue) != 0) {
+    if (topo_worker_queue(w->id, w->queue, sizeof w->queue) != 0 ||
+        topo_control_queue(w->id, w->control_queue, sizeof w->control_queue) != 0) {
         snprintf(err, errlen, "invalid worker id '%.*s': %s", utf8_prec(o->id, 80), o->id,
                  IDS_WORKER_RULE);
         return -1;
@@ -243,9 +255,9 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     w->host[sizeof w->host - 1] = '\0';
     ts_now(w->started_at, sizeof w->started_at);
     execs_init(&w->execs);
-    outbox_init(&w->outbox, 2 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
+    /* Two reports per running execution, one per held one (a cancel), and some slack. */
+    outbox_init(&w->outbox, 3 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
                 RETRY_MAX_MS);
-    backoff_init(&w->subscribe_backoff, SUBSCRIBE_BASE_MS, SUBSCRIBE_MAX_MS);
     w->base = event_base_new();
     if (!w->base) {
         snprintf(err, errlen, "cannot create the event loop");
@@ -272,6 +284,7 @@ static void teardown(worker_t *w)
     }
     /* Closing the consumer connection hands every unacked delivery back to the broker. */
     mq_destroy(w->consumer);
+    mq_destroy(w->control_client); /* the broker deletes the control queue with it */
     mq_destroy(w->publisher);
     execs_free(&w->execs);
     outbox_free(&w->outbox);
@@ -293,7 +306,8 @@ static int run(const worker_opts_t *opts)
         snprintf(n, sizeof n, "%d", opts->max_concurrency);
         log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue, "max_concurrency",
                n, "handlers_dir", opts->runner.handlers_dir, "host", w->host, NULL);
-        subscriber_start_later(w, 0);
+        subscriber_start_later(&w->dispatch, 0);
+        subscriber_start_later(&w->control, 0);
         if (w->phase != PHASE_DONE)
             event_base_dispatch(w->base);
         rc = w->exit_code;

@@ -22,10 +22,40 @@
  * them; DONE leaves the loop. */
 typedef enum { PHASE_RUNNING = 0, PHASE_DRAINING, PHASE_DONE } worker_phase_t;
 
-/* Counters for the stats log line (one place, see STYLE.md rule 8). */
+typedef struct worker worker_t;
+
+/* What differs between the worker's consumers (subscriber.c). */
+typedef struct subscription_kind {
+    const char *consuming_msg; /* logged at each subscription */
+    bool while_draining;       /* keeps consuming, and subscribing again, during a drain */
+    /* Declare what the queue needs on c: 0, or -1 with the reason in err, and *fatal set when
+     * retrying cannot help (the broker refused: an operator has to act). */
+    int (*declare)(worker_t *w, mq_client_t *c, char *err, size_t errlen, bool *fatal);
+    void (*deliver)(worker_t *w, mq_delivery_t *d); /* one delivery; frees it */
+    void (*subscribed)(worker_t *w);                /* after each subscription; may be NULL */
+    /* The consumer is gone (status from mq_consume_next), before any new subscription; may be
+     * NULL. */
+    void (*lost)(worker_t *w, int status);
+} subscription_kind_t;
+
+/* One consumer on its own connection: declare, consume and watch its socket, again after any
+ * loss (with backoff). */
+typedef struct subscription {
+    worker_t *w;
+    const subscription_kind_t *kind;
+    mq_client_t *client;       /* the worker's, borrowed */
+    const char *queue;         /* borrowed */
+    uint64_t *resubscribes;    /* the worker's counter for this consumer */
+    struct event ev_consume;   /* readable on the client's socket; added while consuming */
+    struct event ev_subscribe; /* one-shot: declare and consume (again) */
+    backoff_t backoff;
+    bool consuming;
+} subscription_t;
+
+/* Counters for the stats log line, all in one place. */
 typedef struct worker_stats {
     uint64_t deliveries; /* dispatches received */
-    uint64_t started, completed, failed, timed_out;
+    uint64_t started, completed, failed, timed_out, cancelled;
     uint64_t rejected;        /* nacked without requeue: dead-lettered */
     uint64_t duplicates;      /* redeliveries of executions already here: not run again */
     uint64_t requeued;        /* nacked with requeue while shutting down */
@@ -34,7 +64,11 @@ typedef struct worker_stats {
     uint64_t reports_lost;    /* statuses/completions never confirmed (given up at exit) */
     uint64_t heartbeats_failed;
     uint64_t resubscribes;
-    uint64_t abandoned; /* handlers killed by an immediate exit, never reported */
+    uint64_t abandoned;        /* handlers killed by an immediate exit, never reported */
+    uint64_t cancels;          /* cancel requests received */
+    uint64_t cancels_ignored;  /* of those: for executions not here, finished or ending */
+    uint64_t control_rejected; /* control messages that were no cancel for this worker */
+    uint64_t control_resubscribes;
 } worker_stats_t;
 
 /* Handler durations by action for /metrics; actions beyond the table count as "other". */
@@ -44,7 +78,7 @@ typedef struct handler_hist {
     metrics_hist_t h;
 } handler_hist_t;
 
-typedef struct worker {
+struct worker {
     worker_opts_t o;
     char id[WORKER_ID_MAX + 1];
     char queue[256];
@@ -57,11 +91,12 @@ typedef struct worker {
     mq_client_t *publisher; /* confirmed publishes: confirm waits never read deliveries */
     worker_phase_t phase;
     int exit_code;
-    /* consuming */
-    struct event ev_consume;   /* readable on the consumer socket; added while consuming */
-    struct event ev_subscribe; /* one-shot: declare and consume (again) */
-    backoff_t subscribe_backoff;
-    bool consuming;
+    subscription_t dispatch; /* the consumer client on queue: dispatches */
+    /* Cancel requests, on a connection of their own: the control queue is exclusive and lives
+     * exactly as long as that connection, whatever happens to the dispatch consumer's. */
+    mq_client_t *control_client;
+    char control_queue[256];
+    subscription_t control;
     /* executions and their reports */
     execs_t execs;
     outbox_t outbox;
@@ -80,7 +115,7 @@ typedef struct worker {
     handler_hist_t durations[HEALTH_MAX_ACTIONS + 1]; /* the last one is "other" */
     size_t n_durations;
     int64_t loop_beat_ms;
-} worker_t;
+};
 
 /* worker.c */
 /* Start held executions and publish what is due, then see whether a drain is complete. Safe to
@@ -101,31 +136,52 @@ void health_stop(worker_t *w);
 void health_observe(worker_t *w, const char *action_ref, int64_t duration_ms);
 
 /* subscriber.c */
-/* Set up the subscription's events (no I/O). */
-void subscriber_init(worker_t *w);
-/* (Re)subscribe after delay_ms: declare the topology, consume the worker queue. */
-void subscriber_start_later(worker_t *w, int64_t delay_ms);
-/* Hand every delivery read so far to intake; notices a lost consumer. */
-void subscriber_drain(worker_t *w);
-/* Shutdown: basic.cancel, then requeue whatever was delivered before the broker saw it. */
-void subscriber_cancel(worker_t *w);
+#define SUBSCRIBE_BASE_MS 250
+#define SUBSCRIBE_MAX_MS 10000
+/* The dispatch queue: declares the common topology and the worker queue (a refusal is fatal),
+ * hands deliveries to intake, announces the worker after each subscription. */
+extern const subscription_kind_t subscriber_dispatches;
+/* Set up s and its events (no I/O). */
+void subscriber_init(subscription_t *s, worker_t *w, const subscription_kind_t *kind,
+                     mq_client_t *client, const char *queue, uint64_t *resubscribes);
+/* (Re)subscribe after delay_ms: declare, consume. */
+void subscriber_start_later(subscription_t *s, int64_t delay_ms);
+/* Hand every delivery read so far to the kind; notices a lost consumer. */
+void subscriber_drain(subscription_t *s);
+/* basic.cancel, then hand over whatever was delivered before the broker saw it. */
+void subscriber_cancel(subscription_t *s);
 /* Service the consumer connection from the pump timer. */
-void subscriber_pump(worker_t *w);
+void subscriber_pump(subscription_t *s);
+/* d's body as an envelope of message type `type` (the caller frees e either way); -1 with the
+ * reason in why. */
+int subscriber_decode(const mq_delivery_t *d, msg_type_t type, envelope_t *e, char *why,
+                      size_t len) WARN_UNUSED;
+/* A `what` ("dispatch", "cancel") addressed to worker `to` reached w: -1 with the reason in why
+ * when that is another worker. */
+int subscriber_addressed(const worker_t *w, const char *what, const char *to, char *why,
+                         size_t len) WARN_UNUSED;
+
+/* control.c */
+/* The control queue: declares it (never fatal), handles cancel requests; consumes while draining. */
+extern const subscription_kind_t control_kind;
 
 /* intake.c */
 /* One delivery from the worker queue; frees it. */
 void intake_delivery(worker_t *w, mq_delivery_t *d);
-/* Start held executions while there is room. */
 /* Start what is held while there is room; returns how many started. */
 size_t intake_start_held(worker_t *w);
 /* Shutdown: nack (requeue) every execution not started yet. */
 void intake_requeue_held(worker_t *w);
+/* A held execution was cancelled: report it cancelled without starting it (its dispatch is
+ * acked once that completion is confirmed). */
+void intake_cancel_held(worker_t *w, execs_record_t *x);
 /* The consumer channel is gone and the broker requeued every unacked delivery: forget them. */
 void intake_forget_deliveries(worker_t *w);
 
 /* reporter.c */
-void reporter_running(worker_t *w, exec_t *x);
-void reporter_completion(worker_t *w, exec_t *x, const runner_result_t *r, const char *ended_at);
+void reporter_running(worker_t *w, execs_record_t *x);
+void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *r,
+                         const char *ended_at);
 /* Publish what is due in the outbox, in order; a failure arms the retry timer. */
 void reporter_flush(worker_t *w);
 /* Publish a heartbeat now (best effort: the next one follows anyway). */

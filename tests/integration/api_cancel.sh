@@ -4,7 +4,7 @@
 # execution.cancel.worker.{id} with the agreed properties; the worker's cancelled report ends it,
 # and a report after it stays in the history only; a terminal execution is 409; a canceling
 # execution whose control message nobody received is settled as cancelled once its worker is
-# gone; `warren cancel` on the database URL records cli:<user>.
+# gone, or restarted (a new incarnation); `warren cancel` on the database URL records cli:<user>.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -78,6 +78,26 @@ assert_eq canceling "$(exec_field "$gid" status)" "returned control message: sti
 wait_until 15 "[ \"\$(exec_field $gid status)\" = cancelled ]"
 assert_eq "Cancelled; worker $g was gone, its process could not be told" "$(exec_field "$gid" error)" "error"
 
+log "canceling on a worker that restarted: cancelled once the new process heartbeats"
+r=$(unique_name rst)
+on_exit psql_q "delete from workers where id = '$r'"
+incarnation() { od -An -tx1 -N16 /dev/urandom | tr -d ' \n'; }
+old=$(incarnation)
+HEARTBEAT_EXTRA=$(jq -cn --arg i "$old" '{incarnation: $i}') heartbeat "$r" "other.$action" 4 60
+wait_until 10 "[ \"\$(psql_q \"select incarnation from workers where id = '$r'\")\" = $old ]"
+rsid=$(psql_q "insert into executions (action_ref, status, worker, attempt, started_at, incarnation,
+                 reported_at) values ('$action', 'running', '$r', 1, now() - interval '5 s', '$old',
+                 now() - interval '5 s') returning id")
+expect 202 POST "/api/v1/executions/$rsid/cancel"
+sleep 2 # two monitor rounds: its worker is live, so it stays canceling
+assert_eq canceling "$(exec_field "$rsid" status)" "a live worker's canceling row waits"
+sleep 1.1 # heartbeats carry whole seconds
+HEARTBEAT_EXTRA=$(jq -cn --arg i "$(incarnation)" '{incarnation: $i}') heartbeat "$r" "other.$action" 4 60
+wait_until 10 "[ \"\$(exec_field $rsid status)\" = cancelled ]"
+assert_eq "Cancelled; worker $r was gone, its process could not be told|worker_restarted" \
+    "$(psql_q "select e.error, d.reason from executions e join dead_letters d on d.execution_id = e.id
+               where e.id = $rsid")" "error and dead letter"
+
 log "warren cancel on the database URL: cancelled_by cli:<user>"
 cid=$(new_execution "$action")
 out=$("$WARREN_BIN" cancel "$cid")
@@ -89,6 +109,6 @@ assert_eq 1 "$rc" "cancel of a cancelled execution"
 assert_contains "$(cat "$TEST_TMP/err")" "it has ended"
 
 expect 200 GET /metrics '' -
-assert_contains "$CALL_BODY" 'warren_cancels_total 3'
+assert_contains "$CALL_BODY" 'warren_cancels_total 4'
 exec_stop "$EXEC_PID" ex
 pass

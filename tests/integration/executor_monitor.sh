@@ -47,6 +47,19 @@ rows=$(psql_q "select string_agg(execution_id || ':' || reason || ':' || (snapsh
 assert_eq "$never:scheduled_timeout:scheduled:$never:worker.$slow.executions,$lost:worker_stale:running:$lost:worker.$dies.executions,$left:worker_stale:running:$left:worker.$bye.executions" \
     "$rows" "dead letters of the monitor"
 
+# The worker was only out of sight: its completion of the same attempt is accepted late, and the
+# history says so; a completion of another attempt still changes nothing.
+report "$dies" "$lost" 1 completed '{"late": true}'
+report "$bye" "$left" 2 completed '{"other": "attempt"}'
+wait_until 10 "[ \"\$(exec_field $lost status)\" = completed ]"
+assert_eq '{"late": true}|' "$(exec_field "$lost" "result, error")" "late completion applied"
+assert_eq "running>abandoned:,abandoned>completed:late completion" \
+    "$(psql_q "select string_agg(from_status || '>' || to_status || ':' || coalesce(note, ''), ',' order by id)
+               from execution_events where execution_id = $lost and from_status in ('running', 'abandoned')")" \
+    "history of the late completion"
+assert_contains "$("$WARREN_BIN" get "$lost")" "late completion" "warren get shows the note"
+assert_eq abandoned "$(exec_field "$left" status)" "another attempt's completion changed nothing"
+
 exec_stop "$EXEC_PID" ex
 assert_eq "1 2" "$(stat_of "$EXEC_STATS" monitor_failed) $(stat_of "$EXEC_STATS" monitor_abandoned)" "monitor counters"
 pass

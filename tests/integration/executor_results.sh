@@ -30,13 +30,15 @@ assert_eq "requested,scheduled,running,completed" \
     "$(psql_q "select string_agg(to_status, ',' order by id) from execution_events where execution_id = $id")" \
     "history"
 
-# Unreadable messages in the results queue are stored as dead letters and acked.
+# Unreadable messages in the results queue are stored as dead letters and acked (a completion
+# of a known execution and attempt that cannot be applied is unprocessable_result: it fails
+# that attempt, which here is over already).
 publish "$TOPO_EXCHANGE" "execution.completed.$w" "garbage { $RANDOM"
 publish "$TOPO_EXCHANGE" "execution.status.$w" "$(envelope WorkerHeartbeat '{"worker_id": "x"}')"
 publish "$TOPO_EXCHANGE" "execution.completed.$w" "$(envelope ExecutionCompleted '{"status": "completed"}' 1)"
 publish "$TOPO_EXCHANGE" "execution.completed.$w" "$(envelope ExecutionCompleted "{\"execution_id\": $id, \"status\": \"exploded\"}" 1)"
 wait_until 10 "[ \"\$(psql_q \"select count(*) from dead_letters where queue = '$TOPO_RESULTS'\")\" = 4 ]"
-assert_eq "missing_execution_id,parse_error,parse_error,unknown_type" \
+assert_eq "missing_execution_id,parse_error,unknown_type,unprocessable_result" \
     "$(psql_q "select string_agg(reason, ',' order by reason) from dead_letters where queue = '$TOPO_RESULTS'")" \
     "malformed results by reason"
 wait_until 5 "[ \"\$(queue_messages '$TOPO_RESULTS')\" = 0 ]"

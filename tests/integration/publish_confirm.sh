@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # MessageClient publishing with confirms: every publish acked, the queue holds exactly what was
-# published, the message properties are what the issue asks for, and consuming acks them all.
+# published, every message carries the documented properties (docs/messageclient.md), and
+# consuming acks them all.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/mq_probe.sh"
 require_stack

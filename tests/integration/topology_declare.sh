@@ -23,8 +23,10 @@ assert_eq "true,true" "$(exchange_json "$TOPO_EXCHANGE" | jq -r .durable),$(exch
 assert_eq "{\"x-dead-letter-exchange\":\"$TOPO_DLX\",\"x-message-ttl\":123456}" \
     "$(queue_json "$wq" | jq -cS .arguments)" "worker queue arguments"
 assert_eq "classic true" "$(queue_json "$wq" | jq -r '"\(.type) \(.durable)"')" "worker queue type"
-assert_eq '{"x-message-ttl":7200000}' "$(queue_json "$TOPO_DLQ" | jq -cS .arguments)" \
-    "dead-letter queue: retention TTL and no dead-letter exchange of its own"
+assert_eq "{\"x-dead-letter-exchange\":\"\",\"x-dead-letter-routing-key\":\"$TOPO_PARKING\",\"x-message-ttl\":7200000}" \
+    "$(queue_json "$TOPO_DLQ" | jq -cS .arguments)" \
+    "dead-letter queue: retention TTL, then to the parking queue through the default exchange"
+assert_eq '{}' "$(queue_json "$TOPO_PARKING" | jq -cS .arguments)" "parking queue: kept until consumed"
 assert_eq '{}' "$(queue_json "$TOPO_RESULTS" | jq -cS .arguments)" "results queue arguments"
 assert_eq '{"x-message-ttl":60000}' "$(queue_json "$TOPO_HEARTBEATS" | jq -cS .arguments)" \
     "heartbeat queue arguments"
@@ -41,6 +43,20 @@ run_warren verify topology verify --worker "$w" --mgmt-url "$WARREN_MGMT_URL"
 assert_eq 0 "$RUN_RC" "verify right after declare ($RUN_OUT)"
 assert_contains "$RUN_OUT" "no differences between the broker and the configuration"
 
+# --- a dead-letter queue declared by an older warren (no parking) is kept, with a warning, and
+# verify reports the difference; refusing it would stop every executor and worker at an upgrade ---
+isolate_topology
+mgmt_put "queues/%2F/$(urlencode "$TOPO_DLQ")" '{"durable":true,"arguments":{"x-message-ttl":7200000}}' >/dev/null
+run_warren legacy topology declare
+assert_eq 0 "$RUN_RC" "declare over an older dead-letter queue ($RUN_ERR)"
+assert_contains "$RUN_ERR" "queue declared by an older warren: kept as it is"
+assert_contains "$RUN_ERR" "x-dead-letter-exchange='' (the default exchange)"
+assert_eq '{"x-message-ttl":7200000}' "$(queue_json "$TOPO_DLQ" | jq -cS .arguments)" "left as it was"
+assert_eq 0 "$(queue_messages "$TOPO_PARKING")" "the parking queue exists anyway"
+run_warren legacy-verify topology verify --mgmt-url "$WARREN_MGMT_URL"
+assert_eq 1 "$RUN_RC" "verify reports the older queue"
+assert_contains "$RUN_OUT" "queue '$TOPO_DLQ' has no x-dead-letter-routing-key but configuration wants '$TOPO_PARKING'"
+
 # --- dead-lettering disabled: no DLX on the worker queue, and a warning says what that costs ---
 new_worker w_nodlx nodlx
 WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__ENABLED=false run_warren nodlx topology declare --worker "$w_nodlx"
@@ -56,7 +72,7 @@ WARREN__MESSAGE_QUEUE__RABBITMQ__QUEUE_TYPE=quorum run_warren quorum topology de
 assert_eq 0 "$RUN_RC" "quorum declare ($RUN_ERR)"
 assert_eq "{\"x-dead-letter-exchange\":\"$TOPO_DLX\",\"x-dead-letter-strategy\":\"at-least-once\",\"x-message-ttl\":123456,\"x-overflow\":\"reject-publish\",\"x-queue-type\":\"quorum\"}" \
     "$(queue_json "worker.$w_q.executions" | jq -cS .arguments)" "quorum worker queue arguments"
-for q in "worker.$w_q.executions" "$TOPO_DLQ" "$TOPO_RESULTS" "$TOPO_HEARTBEATS"; do
+for q in "worker.$w_q.executions" "$TOPO_DLQ" "$TOPO_PARKING" "$TOPO_RESULTS" "$TOPO_HEARTBEATS"; do
     assert_eq quorum "$(queue_json "$q" | jq -r .type)" "type of $q"
 done
 WARREN__MESSAGE_QUEUE__RABBITMQ__QUEUE_TYPE=quorum run_warren quorum-verify topology verify --worker "$w_q"

@@ -2,8 +2,9 @@
 # A worker keeps consuming whatever happens to its queue or broker: when its queue is deleted
 # (basic.cancel) it declares it again and consumes again; when the broker restarts it keeps its
 # handler running, reconnects with backoff, declares, consumes, announces itself again and
-# publishes the completion it held; each time a dispatch sent afterwards is processed. Restarts the stack's RabbitMQ node: must not run in parallel with
-# other tests.
+# publishes the completion it held; each time a dispatch sent afterwards is processed. Its
+# control queue (cancel requests) is declared and consumed again after the restart too. Restarts
+# the stack's RabbitMQ node: must not run in parallel with other tests.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -43,6 +44,11 @@ stack rabbit-start >/dev/null
 restarted=$(date -u +%Y-%m-%dT%H:%M:%S)
 consumed_again 3
 kill -0 "$pid" || fail "the worker died with the broker"
+cq="worker.$w.control"
+try_until 30 '[ "$(grep -c "\"msg\":\"consuming control messages\"" "'"$(bg_log worker)"'")" -ge 2 ]' ||
+    fail "the worker did not consume its control queue again"
+wait_until 20 '[ "$(queue_counts "'"$cq"'")" = "0 0 1" ]'
+assert_eq "execution.cancel.worker.$w" "$(binding_keys "$TOPO_EXCHANGE" "$cq")" "control binding is back"
 
 id=$((id + 1))
 publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.echo '{"after":"restart"}')"
@@ -55,4 +61,5 @@ assert_contains "$(cat "$(bg_log worker)")" '"msg":"report confirmed after retry
 
 stop_worker worker "$pid"
 assert_contains "$WORKER_STATS" '"resubscribes":"2"'
+assert_contains "$WORKER_STATS" '"control_resubscribes":"1"'
 pass

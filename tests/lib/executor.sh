@@ -47,25 +47,44 @@ publish() {
 }
 
 # heartbeat WORKER CAPABILITIES_CSV CAPACITY INTERVAL_S [STATUS]: a fake worker announces itself.
+# HEARTBEAT_EXTRA (a JSON object, e.g. {"incarnation": "..."}) is merged into the payload.
 heartbeat() {
     local caps
     caps=$(jq -cn --arg c "$2" '$c | split(",")')
     publish "$TOPO_EXCHANGE" "worker.heartbeat.$1" "$(envelope WorkerHeartbeat "$(jq -cn \
         --arg w "$1" --argjson caps "$caps" --argjson cap "$3" --argjson iv "$4" --arg st "${5:-online}" \
+        --argjson x "${HEARTBEAT_EXTRA:-{\}}" \
         '{worker_id: $w, status: $st, capabilities: $caps, capacity: $cap, running: 0,
           heartbeat_interval_s: $iv, host: "test-host", version: "test",
-          started_at: (now | strftime("%Y-%m-%dT%H:%M:%SZ"))}')")"
+          started_at: (now | strftime("%Y-%m-%dT%H:%M:%SZ"))} + $x')")"
+}
+
+# fake_worker VAR PREFIX: like new_worker, and its queue declared (TTL, dead-letter exchange) so
+# dispatches to it wait there; the test plays the worker with heartbeat and report.
+fake_worker() {
+    new_worker "$1" "$2"
+    run_warren "declare-${!1}" topology declare --worker "${!1}"
+    assert_eq 0 "$RUN_RC" "declare the queue of ${!1} ($RUN_ERR)"
+}
+
+# heartbeat_seen WORKER ACTION [CAPACITY] [INTERVAL_S]: one heartbeat (capacity 10, interval 60 s
+# unless given), then wait until the executor has the worker's row.
+heartbeat_seen() {
+    heartbeat "$1" "$2" "${3:-10}" "${4:-60}"
+    wait_until 10 "[ \"\$(psql_q \"select count(*) from workers where id = '$1'\")\" = 1 ]"
 }
 
 # report WORKER EXECUTION_ID ATTEMPT STATUS [RESULT_JSON] [ERROR]: a fake worker's status change
-# (running) or completion (completed, failed, timeout).
+# (running) or completion (completed, failed, timeout). REPORT_EXTRA (a JSON object, e.g.
+# {"incarnation": "...", "timeout_s": 5}) is merged into the payload.
 report() {
     local type=ExecutionCompleted key="execution.completed.$1"
     if [ "$4" = running ]; then type=ExecutionStatusChanged key="execution.status.$1"; fi
     publish "$TOPO_EXCHANGE" "$key" "$(envelope "$type" "$(jq -cn --arg w "$1" --argjson id "$2" \
         --argjson a "$3" --arg st "$4" --argjson r "${5:-null}" --arg e "${6:-}" \
+        --argjson x "${REPORT_EXTRA:-{\}}" \
         '{execution_id: $id, worker_id: $w, attempt: $a, status: $st, result: $r}
-         + (if $e == "" then {} else {error: $e} end)')" "$3")"
+         + (if $e == "" then {} else {error: $e} end) + $x')" "$3")"
 }
 
 # new_execution ACTION [PINNED_WORKER] [PARAMS_JSON]: insert a requested execution, print its id.

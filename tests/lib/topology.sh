@@ -3,18 +3,19 @@
 
 # isolate_topology: give this test its own exchanges and queues through WARREN__* overrides, so
 # tests never share (or break) each other's topology, and delete them when the test ends.
-# Sets TOPO_EXCHANGE, TOPO_DLX, TOPO_DLQ, TOPO_RESULTS and TOPO_HEARTBEATS.
+# Sets TOPO_EXCHANGE, TOPO_DLX, TOPO_DLQ, TOPO_PARKING, TOPO_RESULTS and TOPO_HEARTBEATS.
 isolate_topology() {
     local p; p=$(unique_name topo)
     TOPO_EXCHANGE="$p.executions" TOPO_DLX="$p.dlx" TOPO_DLQ="$p.dlx.queue"
-    TOPO_RESULTS="$p.results" TOPO_HEARTBEATS="$p.heartbeats"
+    TOPO_PARKING="$p.dlx.parking" TOPO_RESULTS="$p.results" TOPO_HEARTBEATS="$p.heartbeats"
     export WARREN__MESSAGE_QUEUE__RABBITMQ__EXCHANGES__EXECUTIONS=$TOPO_EXCHANGE
     export WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__EXCHANGE=$TOPO_DLX
     export WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__QUEUE=$TOPO_DLQ
+    export WARREN__MESSAGE_QUEUE__RABBITMQ__DEAD_LETTER__PARKING_QUEUE=$TOPO_PARKING
     export WARREN__MESSAGE_QUEUE__RABBITMQ__QUEUES__RESULTS=$TOPO_RESULTS
     export WARREN__MESSAGE_QUEUE__RABBITMQ__QUEUES__HEARTBEATS=$TOPO_HEARTBEATS
     local q x
-    for q in "$TOPO_DLQ" "$TOPO_RESULTS" "$TOPO_HEARTBEATS"; do
+    for q in "$TOPO_DLQ" "$TOPO_PARKING" "$TOPO_RESULTS" "$TOPO_HEARTBEATS"; do
         on_exit "mgmt_delete 'queues/%2F/$q' >/dev/null 2>&1"
     done
     for x in "$TOPO_EXCHANGE" "$TOPO_DLX"; do

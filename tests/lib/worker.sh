@@ -105,3 +105,29 @@ stop_worker() {
 
 # worker_stats NAME: the final stats line of a worker that has exited.
 worker_stats() { grep '"msg":"worker stopped"' "$(bg_log "$1")"; }
+
+# cancel_body ID WORKER [ATTEMPT]: an ExecutionCancelRequested envelope, as the executor sends it.
+cancel_body() {
+    jq -cn --argjson id "$1" --arg w "$2" --argjson attempt "${3:-1}" \
+        '{message_id: "cancel-\($id)-\($attempt)-\(now)", correlation_id: ($id | tostring),
+          message_type: "ExecutionCancelRequested", version: 1,
+          timestamp: (now | strftime("%Y-%m-%dT%H:%M:%SZ")),
+          headers: {source: "test", attempt: $attempt, trace_id: null},
+          payload: {execution_id: $id, attempt: $attempt, worker_id: $w, requested_by: "test"}}'
+}
+
+# publish_cancel WORKER BODY: to the executions exchange with the worker's cancel key (through the
+# management API, which answers whether the broker routed it); prints true or false.
+publish_cancel() {
+    mgmt_post "exchanges/%2F/$(urlencode "$TOPO_EXCHANGE")/publish" "$(jq -cn \
+        --arg k "execution.cancel.worker.$1" --arg b "$2" \
+        '{properties: {content_type: "application/json", delivery_mode: 2,
+                       type: "ExecutionCancelRequested"},
+          routing_key: $k, payload: $b, payload_encoding: "string"}')" | jq -r .routed
+}
+
+# queue_counts NAME: "READY UNACKED CONSUMERS" of NAME, exact, from one rabbitmqctl call.
+queue_counts() {
+    rmq list_queues -s name messages_ready messages_unacknowledged consumers |
+        awk -v q="$1" '$1 == q { print $2, $3, $4; found = 1 } END { exit !found }'
+}

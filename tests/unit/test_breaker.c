@@ -172,6 +172,29 @@ static void test_thresholds_clamped(void **state)
     assert_int_equal(b.state, BREAKER_CLOSED);
 }
 
+/* A fresh connection proves the peer is back: probe at once instead of after open_timeout. */
+static void test_reconnect_half_opens_at_once(void **state)
+{
+    (void)state;
+    breaker_t b = fresh();
+    breaker_reconnected(&b, 5);
+    assert_int_equal(b.state, BREAKER_CLOSED); /* closed: nothing to do */
+    fail_n(&b, 3, 10);
+    assert_int_equal(b.state, BREAKER_OPEN);
+    assert_false(breaker_allow(&b, 20));
+    breaker_reconnected(&b, 30);
+    assert_int_equal(b.state, BREAKER_HALF_OPEN);
+    assert_int_equal(breaker_retry_in_ms(&b, 30), 0);
+    assert_true(breaker_allow(&b, 31));  /* the probe, long before open_timeout */
+    assert_false(breaker_allow(&b, 32)); /* one at a time */
+    breaker_reconnected(&b, 33);         /* half-open: unchanged, the probe stays in flight */
+    assert_true(b.probe_in_flight);
+    breaker_record_success(&b, 40);
+    assert_true(breaker_allow(&b, 41));
+    breaker_record_success(&b, 42);
+    assert_int_equal(b.state, BREAKER_CLOSED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +208,7 @@ int main(void)
         cmocka_unit_test(test_late_results_while_open),
         cmocka_unit_test(test_counters),
         cmocka_unit_test(test_thresholds_clamped),
+        cmocka_unit_test(test_reconnect_half_opens_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,7 +50,7 @@ static void expect_text_refused(const char *text, size_t len, const char *want)
 static void test_round_trip(void **state)
 {
     (void)state;
-    for (msg_type_t t = MSG_EXECUTION_REQUESTED; t <= MSG_WORKER_HEARTBEAT; t++) {
+    for (msg_type_t t = MSG_EXECUTION_REQUESTED; t <= MSG_EXECUTION_CANCEL_REQUESTED; t++) {
         json_object *payload = json_object_new_object();
         json_object_object_add(payload, "k", json_object_new_string("v\u00e9\"\\/"));
         size_t len = 0;
@@ -366,7 +366,10 @@ static void test_timestamp_forms(void **state)
 static void test_dispatch_round_trip(void **state)
 {
     (void)state;
-    dispatch_t d = {.execution_id = 9007199254740993LL, .attempt = 2, .timeout_s = 60};
+    dispatch_t d = {.execution_id = 9007199254740993LL,
+                    .attempt = 2,
+                    .timeout_s = 60,
+                    .start_deadline_us = 1767323045678000LL}; /* 2026-01-02T03:04:05.678Z */
     strcpy(d.worker_id, "node-1.eu_west");
     strcpy(d.action_ref, "core.http_request");
     d.params = json_tokener_parse("{\"url\":\"http://x\",\"n\":[1,2]}");
@@ -386,6 +389,9 @@ static void test_dispatch_round_trip(void **state)
     assert_string_equal(back.action_ref, "core.http_request");
     assert_int_equal(back.attempt, 2);
     assert_int_equal(back.timeout_s, 60);
+    assert_int_equal(back.start_deadline_us, 1767323045678000LL);
+    assert_string_equal(json_object_get_string(json_object_object_get(e.payload, "start_deadline")),
+                        "2026-01-02T03:04:05.678Z");
     assert_string_equal(json_object_to_json_string_ext(back.params, JSON_C_TO_STRING_PLAIN),
                         "{\"url\":\"http:\\/\\/x\",\"n\":[1,2]}");
     envelope_free(&e);
@@ -404,6 +410,10 @@ static void test_dispatch_defaults_and_string_id(void **state)
     assert_null(d.params);
     assert_int_equal(d.attempt, 1);
     assert_int_equal(d.timeout_s, 0);
+    assert_int_equal(d.start_deadline_us, 0); /* absent: none */
+    json_object *o = dispatch_to_payload(&d);
+    assert_false(json_object_object_get_ex(o, "start_deadline", NULL));
+    json_object_put(o);
     json_object_put(p);
 }
 
@@ -433,6 +443,8 @@ static const struct {
     {"attempt", "0", "field 'payload.attempt' is 0, expected 1.."},
     {"timeout_s", "-1", "field 'payload.timeout_s' is -1"},
     {"timeout_s", "\"30\"", "field 'payload.timeout_s': expected an integer, got a string"},
+    {"start_deadline", "\"tomorrow\"", "'tomorrow' is not an RFC 3339 date-time"},
+    {"start_deadline", "1767323045", "field 'payload.start_deadline': expected a string"},
 };
 
 static void test_dispatch_malformed(void **state)
@@ -461,6 +473,61 @@ static void test_dispatch_malformed(void **state)
     assert_string_equal(err, "field 'payload' is missing");
 }
 
+static void test_cancel_payload(void **state)
+{
+    (void)state;
+    json_object *p = json_tokener_parse("{\"execution_id\": 42, \"attempt\": 2, \"worker_id\": "
+                                        "\"w1\", \"requested_by\": \"ops\"}");
+    cancel_request_t c;
+    char err[ERRBUF_SIZE] = "";
+    assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
+    assert_int_equal(c.execution_id, 42);
+    assert_int_equal(c.attempt, 2);
+    assert_string_equal(c.worker_id, "w1");
+    assert_string_equal(c.requested_by, "ops");
+    json_object_put(p);
+
+    /* What the executor sends is what the worker reads. */
+    cancel_request_t sent = {.execution_id = 9007199254740993LL, .attempt = 3};
+    snprintf(sent.worker_id, sizeof sent.worker_id, "w-2.x");
+    snprintf(sent.requested_by, sizeof sent.requested_by, "cli:ops");
+    p = cancel_to_payload(&sent);
+    assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
+    assert_true(c.execution_id == sent.execution_id);
+    assert_int_equal(c.attempt, 3);
+    assert_string_equal(c.worker_id, "w-2.x");
+    assert_string_equal(c.requested_by, "cli:ops");
+    json_object_put(p);
+
+    p = json_tokener_parse("{\"execution_id\": \"7\", \"attempt\": 1, \"worker_id\": \"w1\"}");
+    assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
+    assert_int_equal(c.execution_id, 7);
+    assert_string_equal(c.requested_by, "");
+    json_object_put(p);
+
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"{\"attempt\": 1, \"worker_id\": \"w1\"}", "field 'payload.execution_id' is missing"},
+        {"{\"execution_id\": 4, \"worker_id\": \"w1\"}", "field 'payload.attempt' is missing"},
+        {"{\"execution_id\": 4, \"attempt\": 0, \"worker_id\": \"w1\"}",
+         "field 'payload.attempt' is 0"},
+        {"{\"execution_id\": 4, \"attempt\": 1}", "field 'payload.worker_id' is missing"},
+        {"{\"execution_id\": 4, \"attempt\": 1, \"worker_id\": \"w#\"}",
+         "'w#' is not a valid worker id"},
+        {"{\"execution_id\": 4, \"attempt\": 1, \"worker_id\": \"w1\", \"requested_by\": 3}",
+         "field 'payload.requested_by': expected a string"},
+        {"[1]", "field 'payload': expected an object, got an array"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = json_tokener_parse(bad[i].text);
+        int rc = cancel_from_payload(p, &c, err, sizeof err);
+        if (rc == 0 || !strstr(err, bad[i].want))
+            fail_msg("%s: want \"%s\", got rc=%d \"%s\"", bad[i].text, bad[i].want, rc, err);
+        json_object_put(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -480,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_dispatch_round_trip),
         cmocka_unit_test(test_dispatch_defaults_and_string_id),
         cmocka_unit_test(test_dispatch_malformed),
+        cmocka_unit_test(test_cancel_payload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

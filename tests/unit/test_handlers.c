@@ -1,5 +1,5 @@
-/* Unit tests for the handler registry: ABI checks, lookups and the listing (action_ref rules:
- * test_ids). */
+/* Unit tests for the handler registry: ABI checks (versions 1 and 2), lookups and the listing
+ * (action_ref rules: test_ids). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,13 +17,20 @@ static int dummy_run(const char *params, size_t len, warren_handler_output_t *ou
     return 0;
 }
 
+static int dummy_run_v2(const warren_handler_call_t *call, warren_handler_output_t *out)
+{
+    return 0;
+}
+
 static void test_builtin_noop(void **state)
 {
     handlers_t *r = handlers_new();
-    const warren_handler_t *h = handlers_find(r, "core.noop");
+    const handler_entry_t *h = handlers_find(r, "core.noop");
     assert_non_null(h);
+    assert_null(h->v2); /* inline: the cheapest handler there is */
+    assert_string_equal(h->action_ref, "core.noop");
     warren_handler_output_t out = {0};
-    assert_int_equal(h->run("{}", 2, &out), 0);
+    assert_int_equal(h->v1->run("{}", 2, &out), 0);
     assert_null(out.result_json);
     assert_null(handlers_find(r, "core.echo"));
     handlers_free(r);
@@ -35,7 +42,9 @@ static void test_add_rejects(void **state)
     char err[ERRBUF_SIZE];
     warren_handler_t future = {.abi_version = 99, .action_ref = "x.future", .run = dummy_run};
     assert_int_equal(handlers_add(r, &future, "future.so", err, sizeof err), -1);
-    assert_string_equal(err, "future.so: handler ABI 99, this worker speaks ABI 1");
+    assert_string_equal(err,
+                        "future.so: handler ABI 99 in warren_handler_v1, this worker speaks ABI 1 "
+                        "there");
     assert_null(handlers_find(r, "x.future"));
 
     warren_handler_t bad_ref = {
@@ -55,7 +64,39 @@ static void test_add_rejects(void **state)
     warren_handler_t ok = {
         .abi_version = WARREN_HANDLER_ABI, .action_ref = "x.ok", .run = dummy_run};
     assert_int_equal(handlers_add(r, &ok, "ok.so", err, sizeof err), 0);
-    assert_ptr_equal(handlers_find(r, "x.ok"), &ok);
+    assert_ptr_equal(handlers_find(r, "x.ok")->v1, &ok);
+    handlers_free(r);
+}
+
+static void test_add_v2(void **state)
+{
+    handlers_t *r = handlers_new();
+    char err[ERRBUF_SIZE];
+    /* A version 1 number under the version 2 symbol is a module built wrong: refused. */
+    warren_handler_v2_t wrong = {
+        .abi_version = WARREN_HANDLER_ABI, .action_ref = "x.wrong", .run = dummy_run_v2};
+    assert_int_equal(handlers_add_v2(r, &wrong, "wrong.so", err, sizeof err), -1);
+    assert_string_equal(err,
+                        "wrong.so: handler ABI 1 in warren_handler_v2, this worker speaks ABI 2 "
+                        "there");
+    warren_handler_v2_t no_run = {.abi_version = WARREN_HANDLER_ABI_V2, .action_ref = "x.norun"};
+    assert_int_equal(handlers_add_v2(r, &no_run, "norun.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "no run function"));
+    warren_handler_v2_t dup = {
+        .abi_version = WARREN_HANDLER_ABI_V2, .action_ref = "core.noop", .run = dummy_run_v2};
+    assert_int_equal(handlers_add_v2(r, &dup, "dup.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "already registered"));
+
+    warren_handler_v2_t ok = {
+        .abi_version = WARREN_HANDLER_ABI_V2, .action_ref = "x.threaded", .run = dummy_run_v2};
+    assert_int_equal(handlers_add_v2(r, &ok, "ok.so", err, sizeof err), 0);
+    const handler_entry_t *h = handlers_find(r, "x.threaded");
+    assert_ptr_equal(h->v2, &ok);
+    assert_null(h->v1);
+    json_object *list = handlers_list(r, "/nonexistent");
+    assert_string_equal(json_object_to_json_string_ext(list, JSON_C_TO_STRING_PLAIN),
+                        "[\"core.noop\",\"x.threaded\"]");
+    json_object_put(list);
     handlers_free(r);
 }
 
@@ -118,6 +159,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_builtin_noop),
         cmocka_unit_test(test_add_rejects),
+        cmocka_unit_test(test_add_v2),
         cmocka_unit_test(test_exec_path_and_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

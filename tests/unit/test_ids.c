@@ -74,6 +74,27 @@ static void test_execution_id_text(void **state)
     const char nul_inside[] = {'1', '2', '\0', '3'};
     assert_int_equal(ids_execution_id_parse(nul_inside, sizeof nul_inside, &id),
                      -1); /* a NUL inside */
+
+    /* Written as read back. */
+    char text[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(INT64_C(999999999999999999), text, sizeof text);
+    assert_string_equal(text, "999999999999999999");
+    assert_int_equal(ids_execution_id_parse(text, strlen(text), &id), 0);
+    assert_int_equal(id, INT64_C(999999999999999999));
+    ids_execution_id_text(INT64_MIN, text, sizeof text); /* the widest: it fits */
+    assert_string_equal(text, "-9223372036854775808");
+}
+
+static void test_incarnations(void **state)
+{
+    (void)state;
+    assert_true(ids_incarnation_valid("0123456789abcdef0123456789abcdef"));
+    assert_false(ids_incarnation_valid("0123456789ABCDEF0123456789abcdef"));  /* lowercase only */
+    assert_false(ids_incarnation_valid("0123456789abcdef0123456789abcde"));   /* 31 */
+    assert_false(ids_incarnation_valid("0123456789abcdef0123456789abcdef0")); /* 33 */
+    assert_false(ids_incarnation_valid("0123456789abcdef0123456789abcdeg"));
+    assert_false(ids_incarnation_valid(""));
+    assert_false(ids_incarnation_valid(NULL));
 }
 
 int main(void)
@@ -82,6 +103,7 @@ int main(void)
         cmocka_unit_test(test_worker_ids),
         cmocka_unit_test(test_action_refs),
         cmocka_unit_test(test_execution_id_text),
+        cmocka_unit_test(test_incarnations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

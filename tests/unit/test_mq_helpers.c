@@ -156,6 +156,20 @@ static void test_header_string(void **state)
     assert_null(mq_header_string(&empty, "execution_id"));
 }
 
+/* mq_try_connect tries when the reconnect backoff allows and not before, breaker or not. */
+static void test_try_connect_follows_the_backoff(void **state)
+{
+    (void)state;
+    mq_options_t o = {.url = "amqp://guest:guest@127.0.0.1:1/", .connect_timeout_ms = 500};
+    mq_client_t *c = mq_new(&o);
+    assert_int_equal(mq_try_connect(c), MQ_ERR_CONNECTION); /* refused */
+    assert_null(strstr(mq_last_error(c), "reconnect backoff"));
+    assert_int_equal(mq_try_connect(c), MQ_ERR_CONNECTION); /* backoff: no attempt */
+    assert_non_null(strstr(mq_last_error(c), "reconnect backoff"));
+    assert_int_equal(mq_breaker(c)->failures, 0); /* not the breaker's business */
+    mq_destroy(c);
+}
+
 static void test_status_names(void **state)
 {
     (void)state;
@@ -163,6 +177,16 @@ static void test_status_names(void **state)
     assert_string_equal(mq_status_name(MQ_ERR_BREAKER_OPEN), "breaker_open");
     assert_string_equal(mq_status_name(MQ_ERR_RETURNED), "returned");
     assert_string_equal(mq_status_name(MQ_ERR_CANCELLED), "cancelled");
+    assert_string_equal(mq_status_name(MQ_ERR_UNCONFIRMED), "unconfirmed");
+    /* Maybe in the queue: confirmed, or written without an answer. Not: refused, never written. */
+    assert_true(mq_status_maybe_delivered(MQ_OK));
+    assert_true(mq_status_maybe_delivered(MQ_ERR_TIMEOUT));
+    assert_true(mq_status_maybe_delivered(MQ_ERR_UNCONFIRMED));
+    assert_false(mq_status_maybe_delivered(MQ_ERR_NACKED));
+    assert_false(mq_status_maybe_delivered(MQ_ERR_RETURNED));
+    assert_false(mq_status_maybe_delivered(MQ_ERR_CLOSED_BY_BROKER));
+    assert_false(mq_status_maybe_delivered(MQ_ERR_CONNECTION));
+    assert_false(mq_status_maybe_delivered(MQ_ERR_BREAKER_OPEN));
     assert_string_equal(mq_status_name(-99), "unknown");
 }
 
@@ -176,6 +200,7 @@ int main(void)
         cmocka_unit_test(test_describe_reply),
         cmocka_unit_test(test_header_string),
         cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_try_connect_follows_the_backoff),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "warren/log.h"
+#include "worker/inproc.h"
 #include "worker/runner.h"
 
 #define SOURCE_HANDLERS WARREN_SOURCE_DIR "/handlers"
@@ -158,15 +159,15 @@ static void run_until(fixture_t *f, size_t n, int timeout_ms)
 static void start(fixture_t *f, int64_t id, const char *ref, const char *params, int timeout_s,
                   got_t *g)
 {
-    runner_job_t job = {.execution_id = id,
-                        .action_ref = ref,
-                        .params_json = params,
-                        .params_len = params ? strlen(params) : 0,
-                        .attempt = 1,
-                        .timeout_s = timeout_s};
+    runner_spec_t spec = {.execution_id = id,
+                          .action_ref = ref,
+                          .params_json = params,
+                          .params_len = params ? strlen(params) : 0,
+                          .attempt = 1,
+                          .timeout_s = timeout_s};
     char err[ERRBUF_SIZE];
     memset(g, 0, sizeof *g);
-    assert_int_equal(runner_start(f->runner, &job, on_done, g, err, sizeof err), 0);
+    assert_int_equal(runner_start(f->runner, &spec, on_done, g, err, sizeof err), 0);
 }
 
 /* Start one job and wait for its result (at most 10 s). */
@@ -291,11 +292,11 @@ static void test_environment_is_minimal(void **state)
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
     write_handler(f, "t.env", "env; echo end");
-    runner_job_t job = {
+    runner_spec_t spec = {
         .execution_id = 9000000000LL, .action_ref = "t.env", .attempt = 3, .timeout_s = 7};
     got_t g = {0};
     char err[ERRBUF_SIZE];
-    assert_int_equal(runner_start(f->runner, &job, on_done, &g, err, sizeof err), 0);
+    assert_int_equal(runner_start(f->runner, &spec, on_done, &g, err, sizeof err), 0);
     run_until(f, 1, 5000);
     assert_int_equal(g.outcome, RUNNER_COMPLETED);
     assert_non_null(strstr(g.result, "WARREN_EXECUTION_ID=9000000000\\n"));
@@ -372,16 +373,41 @@ static void test_killed_by_signal(void **state)
  * Run handler `name` whose script finds in $pidfile where to record a process id to watch;
  * returns that id once the result is in.
  */
+static void write_recorder(fixture_t *f, const char *name, const char *script, char *pidfile,
+                           size_t len)
+{
+    char body[512];
+    snprintf(pidfile, len, "%s/%s.pid", f->dir, name);
+    snprintf(body, sizeof body, "pidfile=%s\n%s", pidfile, script);
+    write_handler(f, name, body);
+}
+
 static pid_t run_recording_pid(fixture_t *f, const char *name, const char *script, int timeout_s,
                                got_t *g)
 {
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
-    char body[512], pidfile[128];
-    snprintf(pidfile, sizeof pidfile, "%s/%s.pid", f->dir, name);
-    snprintf(body, sizeof body, "pidfile=%s\n%s", pidfile, script);
-    write_handler(f, name, body);
+    char pidfile[128];
+    write_recorder(f, name, script, pidfile, sizeof pidfile);
     run_one(f, name, "{}", timeout_s, g);
+    return read_pid(pidfile);
+}
+
+/* Start the same kind of handler (on the runner made already) as execution id, and return the
+ * recorded id once it is there: meanwhile the loop runs, or (run_loop false) it does not, so the
+ * handler's end stays unseen. The script writes the file whole (mv), never half. */
+static pid_t start_recording_pid(fixture_t *f, int64_t id, const char *name, const char *script,
+                                 bool run_loop, got_t *g)
+{
+    char pidfile[128];
+    write_recorder(f, name, script, pidfile, sizeof pidfile);
+    start(f, id, name, "{}", 0, g);
+    for (int i = 0; i < 250 && read_pid(pidfile) == 0; i++) {
+        if (run_loop)
+            run_until(f, f->ndone + 1, 20);
+        else
+            usleep(20000);
+    }
     return read_pid(pidfile);
 }
 
@@ -578,16 +604,10 @@ static void test_free_kills_running(void **state)
     fixture_t *f = *state;
     runner_opts_t o = default_opts(f->dir);
     make_runner(f, &o);
-    char body[512], pidfile[128];
-    snprintf(pidfile, sizeof pidfile, "%s/self.pid", f->dir);
-    snprintf(body, sizeof body, "echo $$ > %s.tmp && mv %s.tmp %s\nexec sleep 1000", pidfile,
-             pidfile, pidfile);
-    write_handler(f, "t.forever", body);
     got_t g;
-    start(f, 1, "t.forever", "{}", 0, &g);
-    for (int i = 0; i < 100 && read_pid(pidfile) == 0; i++)
-        run_until(f, 1, 20);
-    pid_t pid = read_pid(pidfile);
+    pid_t pid = start_recording_pid(
+        f, 1, "t.forever", "echo $$ > $pidfile.tmp && mv $pidfile.tmp $pidfile\nexec sleep 1000",
+        true, &g);
     assert_true(pid > 0);
     runner_free(f->runner);
     f->runner = NULL;
@@ -609,18 +629,24 @@ static void test_noop_inprocess(void **state)
     got_free(&g);
 }
 
-/* Put the module built from handlers/example_upper.c into the scratch handlers directory. */
-static void link_example_module(fixture_t *f)
+/* Put a module of the build (BUILD/subdir/name.so: handlers/example_upper.c, or a test module
+ * from tests/handlers/) into the scratch handlers directory. */
+static void link_module(fixture_t *f, const char *subdir, const char *name)
 {
     char exe[4096] = "", so[4096], link[256];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     assert_true(n > 0);
     exe[n] = '\0';
-    snprintf(so, sizeof so, "%s/handlers/example_upper.so", dirname(exe));
+    snprintf(so, sizeof so, "%s/%s/%s.so", dirname(exe), subdir, name);
     if (access(so, R_OK) != 0)
         fail_msg("%s missing: build all targets before running the tests", so);
-    snprintf(link, sizeof link, "%s/example_upper.so", f->dir);
+    snprintf(link, sizeof link, "%s/%s.so", f->dir, name);
     assert_int_equal(symlink(so, link), 0);
+}
+
+static void link_example_module(fixture_t *f)
+{
+    link_module(f, "handlers", "example_upper");
 }
 
 /* The example module, loaded through dlopen. */
@@ -658,6 +684,228 @@ static void test_module_output_cap(void **state)
     got_free(&g);
 }
 
+/* ---- in-process handlers of ABI version 2, and cancelling ------------------------------------ */
+
+/* A runner whose handlers directory holds the test modules (tests/handlers/) and t.* scripts. */
+static void make_test_module_runner(fixture_t *f, int kill_grace_s)
+{
+    link_module(f, "tests/handlers", "test_wait");
+    link_module(f, "tests/handlers", "test_v1");
+    runner_opts_t o = default_opts(f->dir);
+    o.kill_grace_s = kill_grace_s;
+    make_runner(f, &o);
+}
+
+static void assert_json_field(const char *json, const char *key, const char *want)
+{
+    json_object *o = json_tokener_parse(json), *v;
+    if (!o || !json_object_object_get_ex(o, key, &v))
+        fail_msg("no %s in %s", key, json ? json : "(null)");
+    assert_string_equal(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), want);
+    json_object_put(o);
+}
+
+/* Version 1 modules still load and run inline. */
+static void test_v1_module_inline(void **state)
+{
+    fixture_t *f = *state;
+    make_test_module_runner(f, 1);
+    got_t g;
+    run_one(f, "test.v1", "{\"x\": [1, 2]}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_json_equal(g.result, "{\"abi\": 1, \"params\": {\"x\": [1, 2]}}");
+    got_free(&g);
+}
+
+/* A version 2 handler runs on its thread and sees its execution, timeout and deadline. */
+static void test_v2_module_thread(void **state)
+{
+    fixture_t *f = *state;
+    make_test_module_runner(f, 1);
+    got_t g;
+    run_one(f, "test.wait", "{\"seconds\": 0.05}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_null(g.error);
+    assert_json_equal(g.result, "{\"waited\": true, \"stop\": 0, \"execution_id\": 42, "
+                                "\"attempt\": 1, \"timeout_s\": 10, \"deadline\": true}");
+    assert_true(g.duration_ms >= 40 && g.duration_ms < 2000);
+    got_free(&g);
+
+    run_one(f, "test.wait", "{\"seconds\": 0, \"fail\": 3}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_FAILED);
+    assert_int_equal(g.exit_code, 3);
+    assert_string_equal(g.error, "test.wait: failing with 3 as asked");
+    assert_json_field(g.result, "waited", "true");
+    got_free(&g);
+}
+
+/* Threads run side by side: eight waits of 0.5 s take about 0.5 s. */
+static void test_v2_concurrent(void **state)
+{
+    fixture_t *f = *state;
+    make_test_module_runner(f, 1);
+    enum { N = 8 };
+    got_t g[N];
+    int64_t t0 = now_mono_ms();
+    for (int i = 0; i < N; i++)
+        start(f, 200 + i, "test.wait", "{\"seconds\": 0.5}", 0, &g[i]);
+    run_until(f, N, 10000);
+    assert_true(now_mono_ms() - t0 < 3000);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(g[i].outcome, RUNNER_COMPLETED);
+        char id[32];
+        snprintf(id, sizeof id, "%d", 200 + i);
+        assert_json_field(g[i].result, "execution_id", id);
+        got_free(&g[i]);
+    }
+}
+
+/* Past its timeout the handler is asked to stop; wait() returns at once. */
+static void test_v2_timeout(void **state)
+{
+    fixture_t *f = *state;
+    make_test_module_runner(f, 1);
+    got_t g;
+    run_one(f, "test.wait", "{\"seconds\": 30}", 1, &g);
+    assert_int_equal(g.outcome, RUNNER_TIMEOUT);
+    assert_string_equal(g.error, "timed out after 1 s");
+    assert_int_equal(g.exit_code, 0); /* what run() returned */
+    assert_json_field(g.result, "stop", "2");
+    assert_json_field(g.result, "timeout_s", "1");
+    assert_true(g.duration_ms >= 950 && g.duration_ms < 2000);
+    got_free(&g);
+}
+
+static void test_v2_cancel(void **state)
+{
+    fixture_t *f = *state;
+    make_test_module_runner(f, 1);
+    got_t g;
+    start(f, 7, "test.wait", "{\"seconds\": 30}", 0, &g);
+    run_until(f, 1, 100);
+    assert_false(g.done);
+    assert_int_equal(runner_cancel(f->runner, 7, 2), RUNNER_CANCEL_UNKNOWN); /* other attempt */
+    assert_int_equal(runner_cancel(f->runner, 7, 1), RUNNER_CANCEL_STOPPING);
+    assert_int_equal(runner_cancel(f->runner, 7, 1), RUNNER_CANCEL_REPEATED);
+    run_until(f, 1, 5000);
+    assert_true(g.done);
+    assert_int_equal(g.outcome, RUNNER_CANCELLED);
+    assert_string_equal(runner_outcome_name(g.outcome), "cancelled");
+    assert_string_equal(g.error, "Cancelled by request");
+    assert_json_field(g.result, "stop", "1");
+    assert_true(g.duration_ms < 1000);
+    assert_int_equal(runner_cancel(f->runner, 7, 1), RUNNER_CANCEL_UNKNOWN); /* reported */
+    got_free(&g);
+}
+
+/* A handler that does not return kill_grace_s after the stop request is abandoned: its execution
+ * ends anyway, and its thread frees itself when run() returns at last. */
+static void test_v2_abandoned(void **state)
+{
+    fixture_t *f = *state;
+    make_test_module_runner(f, 1);
+    got_t g;
+    start(f, 8, "test.wait", "{\"seconds\": 2.5, \"ignore_stop\": true}", 0, &g);
+    run_until(f, 1, 100);
+    assert_int_equal(runner_cancel(f->runner, 8, 1), RUNNER_CANCEL_STOPPING);
+    run_until(f, 1, 5000);
+    assert_int_equal(g.outcome, RUNNER_CANCELLED);
+    assert_int_equal(g.exit_code, -1);
+    assert_string_equal(g.error, "Cancelled by request; the in-process handler did not return "
+                                 "within 1 s and was abandoned");
+    assert_null(g.result);
+    assert_true(g.duration_ms >= 1000 && g.duration_ms < 2000);
+    assert_int_equal(runner_running(f->runner), 0);
+    assert_int_equal(inproc_abandoned(), 1);
+    for (int i = 0; i < 300 && inproc_abandoned() > 0; i++)
+        usleep(10000);
+    assert_int_equal(inproc_abandoned(), 0);
+    got_free(&g);
+}
+
+static void test_v2_terminate_and_free(void **state)
+{
+    fixture_t *f = *state;
+    make_test_module_runner(f, 1);
+    got_t a, b;
+    start(f, 1, "test.wait", "{\"seconds\": 30}", 0, &a);
+    run_until(f, 1, 100);
+    runner_terminate_all(f->runner);
+    run_until(f, 1, 5000);
+    assert_int_equal(a.outcome, RUNNER_FAILED);
+    assert_string_equal(a.error, "terminated: worker shutting down");
+    assert_json_field(a.result, "stop", "3");
+    got_free(&a);
+    /* runner_free with a thread running: asked to stop, never reported. */
+    start(f, 2, "test.wait", "{\"seconds\": 30}", 0, &b);
+    run_until(f, 2, 100);
+    runner_free(f->runner);
+    f->runner = NULL;
+    assert_false(b.done);
+    for (int i = 0; i < 300 && inproc_abandoned() > 0; i++)
+        usleep(10000);
+    assert_int_equal(inproc_abandoned(), 0);
+}
+
+/* Cancelling an executable handler stops its whole group at once. */
+static void test_cancel_exec_group(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    got_t g;
+    pid_t grandchild = start_recording_pid(
+        f, 5, "t.hang", "sleep 1000 &\necho $! > $pidfile.tmp && mv $pidfile.tmp $pidfile\nwait",
+        true, &g);
+    assert_true(grandchild > 0);
+    assert_int_equal(runner_cancel(f->runner, 5, 1), RUNNER_CANCEL_STOPPING);
+    run_until(f, 1, 5000);
+    assert_int_equal(g.outcome, RUNNER_CANCELLED);
+    assert_string_equal(g.error, "Cancelled by request");
+    assert_int_equal(g.signal, SIGTERM);
+    assert_int_equal(g.exit_code, -1);
+    assert_true(g.duration_ms < 2000);
+    assert_true(process_gone(grandchild));
+    got_free(&g);
+}
+
+/* The cancel races the handler's own end: a handler that has exited, but whose exit the loop has
+ * not seen yet, reports what really happened. So does one already stopping for its timeout. */
+static void test_cancel_race(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    got_t g;
+    /* The loop does not run: the handler ends unseen (a zombie). */
+    pid_t pid = start_recording_pid(
+        f, 6, "t.quick",
+        "echo $$ > $pidfile.tmp && mv $pidfile.tmp $pidfile\necho '{\"done\": true}'", false, &g);
+    assert_true(pid > 0);
+    assert_true(process_gone(pid));
+    assert_int_equal(runner_cancel(f->runner, 6, 1), RUNNER_CANCEL_ENDED);
+    run_until(f, 1, 5000);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_json_equal(g.result, "{\"done\": true}");
+    got_free(&g);
+
+    /* An inline handler is over before any cancel can come. */
+    start(f, 9, "core.noop", "{}", 0, &g);
+    assert_int_equal(runner_cancel(f->runner, 9, 1), RUNNER_CANCEL_ENDED);
+    run_until(f, 2, 5000);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    got_free(&g);
+
+    write_handler(f, "t.stubborn", "trap '' TERM\nsleep 1000 &\nwait\nwait");
+    start(f, 10, "t.stubborn", "{}", 1, &g);
+    run_until(f, 3, 1300); /* past the timeout: SIGTERM sent, ignored */
+    assert_int_equal(runner_cancel(f->runner, 10, 1), RUNNER_CANCEL_ENDED);
+    run_until(f, 3, 5000);
+    assert_int_equal(g.outcome, RUNNER_TIMEOUT);
+    assert_int_equal(g.signal, SIGKILL);
+    got_free(&g);
+}
+
 int main(void)
 {
     log_setup(LOG_ERROR, LOG_FORMAT_TEXT);
@@ -682,6 +930,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_noop_inprocess, setup, teardown),
         cmocka_unit_test_setup_teardown(test_example_module, setup, teardown),
         cmocka_unit_test_setup_teardown(test_module_output_cap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v1_module_inline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_module_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_concurrent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_cancel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_abandoned, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_terminate_and_free, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_exec_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_race, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,12 @@ static void test_names(void **state)
     assert_string_equal(buf, "worker.w1.executions");
     assert_int_equal(topo_dispatch_key("node.eu-1", buf, sizeof buf), 0);
     assert_string_equal(buf, "execution.dispatch.worker.node.eu-1");
+    assert_int_equal(topo_control_queue("w1", buf, sizeof buf), 0);
+    assert_string_equal(buf, "worker.w1.control");
+    assert_int_equal(topo_cancel_key("node.eu-1", buf, sizeof buf), 0);
+    assert_string_equal(buf, "execution.cancel.worker.node.eu-1");
+    assert_int_equal(topo_control_queue("w*", buf, sizeof buf), -1);
+    assert_int_equal(topo_cancel_key("a..b", buf, sizeof buf), -1);
 
     /* Invalid ids never become names. */
     assert_int_equal(topo_worker_queue("w#", buf, sizeof buf), -1);
@@ -39,6 +45,8 @@ static void test_longest_id_fits(void **state)
     assert_int_equal(topo_worker_queue(id, buf, sizeof buf), 0);
     assert_int_equal(strlen(buf), strlen("worker..executions") + WORKER_ID_MAX);
     assert_int_equal(topo_dispatch_key(id, buf, sizeof buf), 0);
+    assert_int_equal(topo_control_queue(id, buf, sizeof buf), 0);
+    assert_int_equal(topo_cancel_key(id, buf, sizeof buf), 0);
 }
 
 int main(void)

@@ -9,7 +9,8 @@
 #include "mq/topology_plan.h"
 
 static char ex_exec[] = "attune.executions", ex_dlx[] = "attune.dlx", q_dlq[] = "attune.dlx.queue",
-            q_results[] = "attune.execution.results", q_hb[] = "attune.worker.heartbeats";
+            q_results[] = "attune.execution.results", q_hb[] = "attune.worker.heartbeats",
+            q_parking[] = "attune.dlx.parking";
 
 static warren_config_t test_config(int queue_type, bool dlx)
 {
@@ -21,6 +22,7 @@ static warren_config_t test_config(int queue_type, bool dlx)
     c.rabbitmq.dead_letter.exchange = ex_dlx;
     c.rabbitmq.dead_letter.queue = q_dlq;
     c.rabbitmq.dead_letter.ttl_ms = 86400000;
+    c.rabbitmq.dead_letter.parking_queue = q_parking;
     c.rabbitmq.exchanges.executions = ex_exec;
     c.rabbitmq.queues.results = q_results;
     c.rabbitmq.queues.heartbeats = q_hb;
@@ -49,14 +51,19 @@ static void test_common_plan(void **state)
     assert_string_equal(p.exchanges[1].name, "attune.dlx");
     assert_string_equal(p.exchanges[1].type, "fanout");
 
-    assert_int_equal(p.n_queues, 3);
+    assert_int_equal(p.n_queues, 4);
     const topo_queue_t *dlq = &p.queues[0];
     assert_string_equal(dlq->name, "attune.dlx.queue");
-    assert_int_equal(dlq->n_args, 1);
+    assert_int_equal(dlq->n_args, 3);
     assert_int_equal(topo_queue_arg(dlq, "x-message-ttl")->i, 86400000);
-    assert_null(topo_queue_arg(dlq, "x-dead-letter-exchange")); /* no loops */
-    assert_int_equal(p.queues[1].n_args, 0);                    /* results never expire */
-    assert_int_equal(topo_queue_arg(&p.queues[2], "x-message-ttl")->i, TOPO_HEARTBEAT_TTL_MS);
+    /* What outlives the retention goes to the parking queue through the default exchange. */
+    assert_string_equal(topo_queue_arg(dlq, "x-dead-letter-exchange")->s, "");
+    assert_string_equal(topo_queue_arg(dlq, "x-dead-letter-routing-key")->s, "attune.dlx.parking");
+    const topo_queue_t *parking = &p.queues[1];
+    assert_string_equal(parking->name, "attune.dlx.parking");
+    assert_int_equal(parking->n_args, 0);    /* kept until recorded; no loops */
+    assert_int_equal(p.queues[2].n_args, 0); /* results never expire */
+    assert_int_equal(topo_queue_arg(&p.queues[3], "x-message-ttl")->i, TOPO_HEARTBEAT_TTL_MS);
 
     assert_int_equal(p.n_bindings, 4);
     assert_true(p.bindings[0].any_key);
@@ -83,6 +90,10 @@ static void test_common_plan_without_dlx_and_quorum(void **state)
         assert_true(p.queues[i].quorum);
         assert_string_equal(topo_queue_arg(&p.queues[i], "x-queue-type")->s, "quorum");
     }
+    /* The dead-letter queue parks at-least-once too. */
+    assert_int_equal(p.queues[0].n_args, 6);
+    assert_string_equal(topo_queue_arg(&p.queues[0], "x-dead-letter-strategy")->s, "at-least-once");
+    assert_string_equal(topo_queue_arg(&p.queues[0], "x-overflow")->s, "reject-publish");
 }
 
 static void test_worker_plan(void **state)
@@ -116,6 +127,37 @@ static void test_worker_plan(void **state)
     assert_null(topo_queue_arg(&p.queues[0], "x-dead-letter-exchange"));
 
     assert_int_equal(topo_plan_worker(&cfg, "w#", &p), -1);
+}
+
+/* A worker process's control queue: its connection's own, never quorum, dead-lettering refusals. */
+static void test_control_plan(void **state)
+{
+    (void)state;
+    warren_config_t cfg = test_config(QUEUE_QUORUM, true);
+    topo_plan_t p;
+    assert_int_equal(topo_plan_control(&cfg, "w1", &p), 0);
+    assert_int_equal(p.n_exchanges, 1);
+    assert_string_equal(p.exchanges[0].name, "attune.executions");
+    assert_string_equal(p.exchanges[0].type, "topic");
+    assert_int_equal(p.n_queues, 1);
+    const topo_queue_t *q = &p.queues[0];
+    assert_string_equal(q->name, "worker.w1.control");
+    assert_true(q->transient);
+    assert_false(q->quorum);
+    assert_int_equal(q->n_args, 1);
+    assert_string_equal(topo_queue_arg(q, "x-dead-letter-exchange")->s, "attune.dlx");
+    assert_int_equal(p.n_bindings, 1);
+    assert_string_equal(p.bindings[0].queue, "worker.w1.control");
+    assert_string_equal(p.bindings[0].key, "execution.cancel.worker.w1");
+
+    cfg = test_config(QUEUE_CLASSIC, false);
+    assert_int_equal(topo_plan_control(&cfg, "w1", &p), 0);
+    assert_int_equal(p.queues[0].n_args, 0);
+    assert_int_equal(topo_plan_control(&cfg, "w#", &p), -1);
+
+    /* The worker queue's plan stays durable. */
+    assert_int_equal(topo_plan_worker(&cfg, "w1", &p), 0);
+    assert_false(p.queues[0].transient);
 }
 
 static void test_compare_queue(void **state)
@@ -270,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_common_plan),
         cmocka_unit_test(test_common_plan_without_dlx_and_quorum),
         cmocka_unit_test(test_worker_plan),
+        cmocka_unit_test(test_control_plan),
         cmocka_unit_test(test_compare_queue),
         cmocka_unit_test(test_compare_exchange),
         cmocka_unit_test(test_compare_bindings),

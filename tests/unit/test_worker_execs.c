@@ -10,7 +10,7 @@ static void test_stages_and_counts(void **state)
     (void)state;
     execs_t t;
     execs_init(&t);
-    exec_t *a = execs_add(&t, 1, 1), *b = execs_add(&t, 2, 1), *c = execs_add(&t, 1, 2);
+    execs_record_t *a = execs_add(&t, 1, 1), *b = execs_add(&t, 2, 1), *c = execs_add(&t, 1, 2);
     assert_non_null(a);
     assert_int_equal(execs_count(&t, STAGE_HELD), 3);
     assert_ptr_equal(execs_find(&t, 1, 2), c); /* attempts are different executions */
@@ -34,12 +34,12 @@ static void test_tags_and_params(void **state)
     (void)state;
     execs_t t;
     execs_init(&t);
-    exec_t *x = execs_add(&t, 7, 1);
+    execs_record_t *x = execs_add(&t, 7, 1);
     for (uint64_t tag = 1; tag <= 9; tag++)
-        assert_int_equal(exec_add_tag(x, tag), 0);
+        assert_int_equal(execs_add_tag(x, tag), 0);
     assert_int_equal(x->n_tags, 9);
     assert_true(x->tags[8] == 9);
-    assert_int_equal(exec_set_params(x, "{\"a\":1}xyz", 7), 0);
+    assert_int_equal(execs_set_params(x, "{\"a\":1}xyz", 7), 0);
     assert_string_equal(x->params, "{\"a\":1}");
     assert_int_equal(x->params_len, 7);
     execs_free(&t);

@@ -124,6 +124,30 @@ static void test_completion_without_result(void **state)
     free(body);
 }
 
+/* A dispatch cancelled while held never started: started_at is null. */
+static void test_completion_never_started(void **state)
+{
+    (void)state;
+    report_msg_completion_t c = completion(NULL);
+    c.status = "cancelled";
+    c.exit_code = -1;
+    c.error = "Cancelled by request";
+    c.started_at = "";
+    c.duration_ms = 0;
+    report_msg_fate_t fate;
+    size_t len = 0;
+    char *body = report_msg_completion(&c, "m-4", &len, &fate);
+    assert_non_null(body);
+    envelope_t e;
+    decode(body, len, &e);
+    assert_string_equal(str(e.payload, "status"), "cancelled");
+    assert_true(json_object_is_type(field(e.payload, "started_at"), json_type_null));
+    assert_string_equal(str(e.payload, "ended_at"), c.ended_at);
+    assert_string_equal(str(e.payload, "error"), "Cancelled by request");
+    envelope_free(&e);
+    free(body);
+}
+
 static char *nested(int depth)
 {
     char *s = malloc((size_t)depth * 2 + 1);
@@ -288,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_running),
         cmocka_unit_test(test_completion_embeds_result_verbatim),
         cmocka_unit_test(test_completion_without_result),
+        cmocka_unit_test(test_completion_never_started),
         cmocka_unit_test(test_depth_limit_matches_the_decoder),
         cmocka_unit_test(test_too_large_result_is_cut),
         cmocka_unit_test(test_prefix_fitting),
