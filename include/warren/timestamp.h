@@ -20,6 +20,11 @@
 /* Room for the longest accepted text, and for what the formatters write, with the NUL. */
 #define TS_TEXT_MAX 40
 
+/* The seconds since the epoch of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: the range of
+ * ts_parse, and of an integer time (an AMQP timestamp) that may be formatted as microseconds. */
+#define TS_MIN_S INT64_C(-62135596800)
+#define TS_MAX_S INT64_C(253402300799)
+
 /* text as microseconds since the Unix epoch (UTC) in *us; -1 when it is not an accepted
  * date-time. */
 int ts_parse(const char *text, int64_t *us) WARN_UNUSED;

@@ -9,8 +9,9 @@
 /* Days from 0001-01-01 to 1970-01-01 in the proleptic Gregorian calendar. */
 #define DAYS_TO_EPOCH 719162
 /* 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z. */
-#define MIN_US (-(int64_t)DAYS_TO_EPOCH * S_PER_DAY * US_PER_S)
-#define MAX_US (INT64_C(253402300800) * US_PER_S - 1)
+#define MIN_US (TS_MIN_S * US_PER_S)
+#define MAX_US ((TS_MAX_S + 1) * US_PER_S - 1)
+_Static_assert(TS_MIN_S == -(int64_t)DAYS_TO_EPOCH * S_PER_DAY, "TS_MIN_S is 0001-01-01");
 
 /* Exactly n ASCII digits at s (never a locale's idea of a digit). */
 static bool digits(const char *s, int n, int *out)

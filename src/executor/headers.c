@@ -45,9 +45,19 @@ static json_object *array_to_json(const amqp_array_t *a, int depth)
     return o;
 }
 
-static json_object *value_to_json(const amqp_field_value_t *v, int depth)
+/* An AMQP timestamp (seconds since the epoch, any 64-bit value a publisher chose) as RFC 3339,
+ * or the number itself when it lies beyond year 9999: kept, never turned into a wrong time. */
+static json_object *timestamp_to_json(uint64_t s)
 {
     char ts[TS_TEXT_MAX];
+    if (s > (uint64_t)TS_MAX_S)
+        return json_object_new_uint64(s);
+    ts_format((int64_t)s * 1000000, ts, sizeof ts);
+    return json_object_new_string(ts);
+}
+
+static json_object *value_to_json(const amqp_field_value_t *v, int depth)
+{
     if (depth > MAX_DEPTH)
         return json_object_new_string("(nested too deep)");
     switch (v->kind) {
@@ -66,9 +76,7 @@ static json_object *value_to_json(const amqp_field_value_t *v, int depth)
         return double_to_json(v->value.decimal.value / pow(10, v->value.decimal.decimals));
     case AMQP_FIELD_KIND_UTF8:
     case AMQP_FIELD_KIND_BYTES: return bytes_to_json(v->value.bytes);
-    case AMQP_FIELD_KIND_TIMESTAMP:
-        ts_format((int64_t)v->value.u64 * 1000000, ts, sizeof ts); /* AMQP: seconds */
-        return json_object_new_string(ts);
+    case AMQP_FIELD_KIND_TIMESTAMP: return timestamp_to_json(v->value.u64);
     case AMQP_FIELD_KIND_TABLE: return table_to_json(&v->value.table, depth);
     case AMQP_FIELD_KIND_ARRAY: return array_to_json(&v->value.array, depth);
     case AMQP_FIELD_KIND_VOID: return NULL;
@@ -125,6 +133,16 @@ static int64_t integer_of(const amqp_field_value_t *v)
     }
 }
 
+/* The x-death's time in seconds. One no formatter can write is no time: absent, 0 (the headers
+ * keep the value itself). */
+static int64_t time_of(const amqp_field_value_t *v)
+{
+    if (v && (v->kind == AMQP_FIELD_KIND_TIMESTAMP || v->kind == AMQP_FIELD_KIND_U64))
+        return v->value.u64 <= (uint64_t)TS_MAX_S ? (int64_t)v->value.u64 : 0;
+    int64_t s = integer_of(v);
+    return s >= TS_MIN_S && s <= TS_MAX_S ? s : 0;
+}
+
 void hdr_death_at(const amqp_table_t *table, int index, xdeath_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -140,7 +158,7 @@ void hdr_death_at(const amqp_table_t *table, int index, xdeath_t *out)
     copy_string(find(t, "reason"), out->reason, sizeof out->reason);
     copy_string(find(t, "exchange"), out->exchange, sizeof out->exchange);
     out->count = integer_of(find(t, "count"));
-    out->time_s = integer_of(find(t, "time"));
+    out->time_s = time_of(find(t, "time"));
     const amqp_field_value_t *keys = find(t, "routing-keys");
     if (keys && keys->kind == AMQP_FIELD_KIND_ARRAY && keys->value.array.num_entries > 0)
         copy_string(&keys->value.array.entries[0], out->routing_key, sizeof out->routing_key);

@@ -11,9 +11,9 @@
 
 /*
  * The table as a JSON object. Strings become valid UTF-8 (PostgreSQL jsonb refuses anything
- * else, and one bad header must not make a dead letter unstorable), timestamps RFC 3339 UTC,
- * non-finite floats null. Never NULL except on OOM; a NULL table gives {}. The caller releases
- * it with json_object_put().
+ * else, and one bad header must not make a dead letter unstorable), timestamps RFC 3339 UTC
+ * (past year 9999 the number itself), non-finite floats null. Never NULL except on OOM; a NULL
+ * table gives {}. Caller puts it.
  */
 json_object *hdr_to_json(const amqp_table_t *table);
 /* The x-death array alone as JSON (NULL when absent); the caller releases it with
@@ -28,7 +28,8 @@ typedef struct xdeath {
     char exchange[256];
     char routing_key[256]; /* first of routing-keys */
     int64_t count;
-    int64_t time_s; /* AMQP timestamp, seconds since the epoch; 0 when absent */
+    int64_t time_s; /* AMQP timestamp, seconds since the epoch; 0 when absent or beyond
+                       TS_MIN_S..TS_MAX_S (warren/timestamp.h) */
 } xdeath_t;
 
 void hdr_first_death(const amqp_table_t *table, xdeath_t *out);

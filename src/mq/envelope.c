@@ -81,6 +81,36 @@ static json_object *parse_body(const char *body, size_t len, char *err, size_t e
     return root;
 }
 
+/*
+ * json-c reads NaN, Infinity and -Infinity even in strict mode. JSON (RFC 8259) has no such
+ * numbers, and PostgreSQL's jsonb refuses them: one in a report's result would fail the
+ * executor's whole batch. A number too large for a double is not one of them (json-c keeps its
+ * text, and jsonb its value). The tokener's depth limit bounds the recursion.
+ */
+static bool has_non_number(json_object *v)
+{
+    switch (json_object_get_type(v)) {
+    case json_type_double: {
+        const char *text = json_object_to_json_string(v);
+        return !isdigit((unsigned char)text[text[0] == '-']);
+    }
+    case json_type_array:
+        for (size_t i = 0; i < json_object_array_length(v); i++)
+            if (has_non_number(json_object_array_get_idx(v, i)))
+                return true;
+        return false;
+    case json_type_object: {
+        json_object_object_foreach(v, key, val) {
+            (void)key;
+            if (has_non_number(val))
+                return true;
+        }
+        return false;
+    }
+    default: return false;
+    }
+}
+
 /* Size, NUL and UTF-8 checks before the tokener sees the bytes. */
 static int check_raw(const char *body, size_t len, char *err, size_t errlen)
 {
@@ -154,6 +184,10 @@ int envelope_decode(const void *body, size_t len, envelope_t *out, char *err, si
     int rc = -1;
     if (!json_object_is_type(root, json_type_object))
         snprintf(err, errlen, "body is %s, expected a JSON object", jf_kind(root));
+    else if (has_non_number(root))
+        snprintf(err, errlen,
+                 "body is not valid JSON: it holds NaN or Infinity, which are no "
+                 "JSON numbers");
     else
         rc = decode_fields(root, out, err, errlen);
     json_object_put(root);

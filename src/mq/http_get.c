@@ -167,13 +167,43 @@ static const char *find_header(const char *hdr, size_t n, const char *name, size
     return NULL;
 }
 
+/* "HTTP/1.x NNN" opening the header block hdr[0..n): the three-digit status, -1 when absent. */
+static int status_code(const char *hdr, size_t n)
+{
+    int code = 0;
+    if (n < 12 || strncmp(hdr, "HTTP/1.", 7) != 0 || hdr[8] != ' ')
+        return -1;
+    for (size_t i = 9; i < 12; i++) {
+        if (!isdigit((unsigned char)hdr[i]))
+            return -1;
+        code = code * 10 + (hdr[i] - '0');
+    }
+    if (n > 12 && hdr[12] != ' ' && hdr[12] != '\r')
+        return -1;
+    return code >= 100 && code <= 599 ? code : -1;
+}
+
+/* A Content-Length value v[0..n): digits only, as RFC 9110 writes it; -1 for anything else. */
+static long long content_length(const char *v, size_t n)
+{
+    long long len = 0;
+    if (n == 0 || n > 18)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isdigit((unsigned char)v[i]))
+            return -1;
+        len = len * 10 + (v[i] - '0');
+    }
+    return len;
+}
+
+/* raw is not NUL-terminated (recv_all's buffer): every read stays within raw[0..len). */
 int http_parse_response(const char *raw, size_t len, http_response_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     const char *sep = memmem(raw, len, "\r\n\r\n", 4);
-    int status = 0;
-    if (!sep || len < 12 || strncmp(raw, "HTTP/1.", 7) != 0 ||
-        sscanf(raw + 8, " %3d", &status) != 1 || status < 100 || status > 599) {
+    int status = sep ? status_code(raw, (size_t)(sep - raw)) : -1;
+    if (status < 0) {
         snprintf(err, errlen, "malformed HTTP response (%zu bytes)", len);
         return -1;
     }
@@ -187,7 +217,13 @@ int http_parse_response(const char *raw, size_t len, http_response_t *out, char 
         return -1;
     }
     const char *cl = find_header(raw, hlen, "content-length", &vlen);
-    if (cl && strtoull(cl, NULL, 10) != blen) {
+    long long clen = cl ? content_length(cl, vlen) : 0;
+    if (cl && clen < 0) {
+        snprintf(err, errlen, "HTTP response has an invalid content-length '%.*s'",
+                 (int)(vlen > 40 ? 40 : vlen), cl);
+        return -1;
+    }
+    if (cl && (size_t)clen != blen) {
         snprintf(err, errlen, "HTTP response body is %zu bytes, content-length says %.*s", blen,
                  (int)vlen, cl);
         return -1;

@@ -174,17 +174,27 @@ static bool scan_number(jscan_t *s)
     return true;
 }
 
-/* The four hex digits of a \u escape; -1 when they are not there. */
+static int hex_digit(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20; /* lower case */
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The four hex digits of a \u escape; -1 when they are not there. Each byte is checked: strtol
+ * would also take a sign or blanks, and stop at a NUL as if the digits were complete. */
 static long scan_hex4(jscan_t *s)
 {
+    long v = 0;
     if (s->end - s->p < 4)
         return -1;
-    char hex[5] = {0};
-    memcpy(hex, s->p, 4);
-    char *stop;
-    long v = strtol(hex, &stop, 16);
-    if (*stop || hex[0] == '+' || hex[0] == '-' || hex[0] == ' ')
-        return -1;
+    for (int i = 0; i < 4; i++) {
+        int d = hex_digit(s->p[i]);
+        if (d < 0)
+            return -1;
+        v = v * 16 + d;
+    }
     s->p += 4;
     return v;
 }

@@ -159,7 +159,7 @@ finish_next() { # finish_next LOG STATUS SET_SQL
 }
 bg_start wait_ok "${W[@]}" submit core.echo --params '{"x": 1}' --wait --wait-timeout 60
 pid=$BG_PID
-sleep 0.3 # at least one poll sees it unfinished
+wait_until 10 "[ \"\$(psql_q \"SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT status, result::text%'\")\" = 1 ]" # a poll saw it unfinished
 finish_next wait_ok completed "result = '{\"x\": 1}', worker = 'w-fresh', attempt = 1" >/dev/null
 rc=0; wait "$pid" || rc=$?
 assert_eq 0 "$rc" "submit --wait on a completed execution"

@@ -15,7 +15,7 @@ on_exit "mgmt_delete 'queues/%2F/$(urlencode "$Q")' >/dev/null 2>&1 || true"
 bg_start consumer "$PROBE" consume -H 1 -q "$Q" -n 2 -t 20000
 CONSUMER=$BG_PID
 wait_log consumer 'consuming queue=' 10
-sleep 4
+sleep 4 # proves a negative (the idle connection is not dropped): a fixed wait stays
 "$PROBE" publish -n 1 -I "$Q-m" ":$Q" >/dev/null 2>&1 || fail "publish failed"
 wait_log consumer "delivery 0 message_id=$Q-m0" 10
 

@@ -28,7 +28,7 @@ ids=()
 for i in 1 2 3; do ids+=("$(new_execution "$action")"); done
 id_list=$(IFS=,; echo "${ids[*]}")
 wait_log ex '"publish breaker open' 20
-sleep 3 # the breaker half-opens every 2 s; the probes fail and move them back
+wait_log ex '"from":"half_open","to":"open"' 20 # a half-open probe failed; they must still wait
 assert_eq 3 "$(psql_q "select count(*) from executions where id in ($id_list) and status = 'requested'")" \
     "waiting as requested while the broker is down"
 kill -0 "$EXEC_PID" || fail "the executor died with the broker"

@@ -46,7 +46,7 @@ assert_eq "{\"execution_id\":$id,\"worker_id\":\"$w\",\"action_ref\":\"$action\"
 # so the reason is derived from the live workers when read.
 busy=$(new_execution "$action")
 nobody=$(new_execution "nobody.$action")
-sleep 1 # several scheduler ticks
+sleep 1 # several scheduler ticks; proves a negative (nothing claimed while full): a fixed wait stays
 wait_reason_of() { "$WARREN_BIN" get "$1" --json | jq -r '"\(.status)|\(.wait_reason)"'; }
 assert_eq "requested|queued: 1 live worker(s) offer '$action'; it goes out when one has room" \
     "$(wait_reason_of "$busy")" "waits for capacity"

@@ -162,8 +162,8 @@ cp "$SCHEMA"/*.sql "$SLOW_DIR"/
 echo "SELECT pg_sleep(2);" >"$SLOW_DIR/999_slow.sql"
 WARREN_SCHEMA_DIR=$SLOW_DIR bg_start mig1 "$WARREN_BIN" migrate
 PID1=$BG_PID
-sleep 0.5
-WARREN_SCHEMA_DIR=$SLOW_DIR migrate
+wait_until 20 "[ \"\$(psql_q \"SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE '%pg_sleep(2)%'\")\" = 1 ]"
+WARREN_SCHEMA_DIR=$SLOW_DIR migrate # while the first holds the lock and runs 999_slow.sql
 assert_eq 0 "$RC" "second concurrent migrate: $OUT"
 rc1=0
 wait "$PID1" || rc1=$?

@@ -13,11 +13,11 @@ worker_env
 # A handler that leaves a mark per run.
 handlers="$TEST_TMP/handlers"
 mkdir -p "$handlers"
-marks="$TEST_TMP/marks"
+marks="$TEST_TMP/marks" release="$TEST_TMP/release"
 cat >"$handlers/test.mark" <<SH
 #!/bin/sh
 echo "\$WARREN_EXECUTION_ID \$WARREN_ATTEMPT" >>'$marks'
-sleep 2
+i=0; while [ ! -e '$release' ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done # until the redelivery came
 echo '{"marked": true}'
 SH
 chmod +x "$handlers/test.mark"
@@ -42,6 +42,7 @@ mgmt_delete "connections/$(urlencode "$conn")" >/dev/null
 wait_log worker '"msg":"consumer lost; subscribing again"' 10
 try_until 15 '[ "$(grep -c "\"msg\":\"consuming dispatches\"" "'"$(bg_log worker)"'")" -ge 2 ]' ||
     fail "the worker did not consume again"
+wait_log worker '"msg":"dispatch of an execution already (here|running here)' 20 && touch "$release"
 
 p=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$id")" 20 | jq -c .body.payload)
 assert_eq 'completed 2 {"marked":true}' "$(jq -rc '"\(.status) \(.attempt) \(.result | tojson)"' <<<"$p")" "completion"

@@ -150,6 +150,28 @@ static void test_result_strict_json_only(void **state)
     }
 }
 
+/* Found by tests/fuzz/fuzz_capture.c: a NUL among the four hex digits of a \u escape ended
+ * strtol early, so "\uA<NUL>.." passed as \u000A and the output, raw NUL and control bytes
+ * included, became the result: text no JSON reader takes (the NUL even cut it short). */
+static void test_result_escape_digits_are_hex(void **state)
+{
+    (void)state;
+    static const char output[] = {'"', '\\', 'u', 'A', '\0', 0x01, (char)0xfb, '"'};
+    bool oom;
+    char *r = capture_result_json(output, sizeof output, false, true, &oom);
+    assert_non_null(r);
+    assert_string_equal(r, "{\"output\":\"\\\"\\\\uA\xEF\xBF\xBD\\u0001\xEF\xBF\xBD\\\"\"}");
+    free(r);
+    static const char *const bad[] = {"\"\\u 12A\"", "\"\\u+12A\"", "\"\\u-12A\"",
+                                      "\"\\u0x1A\"", "\"\\u12\"",   "\"\\ud83d\\u DE0\""};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = result(bad[i], false, true);
+        if (!strstr(r, "\"output\":"))
+            fail_msg("%s taken as JSON", bad[i]);
+        free(r);
+    }
+}
+
 static void test_result_depth_is_bounded(void **state)
 {
     char deep[300];
@@ -205,6 +227,7 @@ int main(void)
         cmocka_unit_test(test_result_keeps_valid_json),
         cmocka_unit_test(test_result_wraps_other_text),
         cmocka_unit_test(test_result_strict_json_only),
+        cmocka_unit_test(test_result_escape_digits_are_hex),
         cmocka_unit_test(test_result_depth_is_bounded),
         cmocka_unit_test(test_result_truncated_is_text),
         cmocka_unit_test(test_result_invalid_utf8_json_is_wrapped),

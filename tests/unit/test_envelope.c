@@ -253,6 +253,28 @@ static void test_not_json_or_not_object(void **state)
     expect_text_refused("nonsense", 8, "not valid JSON");
 }
 
+/* Found by tests/fuzz/fuzz_envelope.c: json-c takes NaN and Infinity even in strict mode, and a
+ * report whose result held one failed the executor's batch (jsonb refuses them). */
+static void test_non_numbers_refused(void **state)
+{
+    (void)state;
+    static const char head[] =
+        "{\"message_id\":\"m\",\"message_type\":\"ExecutionCompleted\",\"version\":1,"
+        "\"timestamp\":\"2024-05-06T07:08:09.123Z\",\"headers\":{\"source\":\"w1\",\"attempt\":1},"
+        "\"payload\":{\"result\":";
+    static const char *const bad[] = {"NaN", "Infinity", "-Infinity", "[1,{\"y\":NaN}]"};
+    char text[512], err[ERRBUF_SIZE];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s%s}}", head, bad[i]);
+        expect_text_refused(text, strlen(text), "it holds NaN or Infinity");
+    }
+    /* Too large for a double is still a number. */
+    envelope_t e;
+    snprintf(text, sizeof text, "%s[-1e400,1e400]}}", head);
+    assert_int_equal(decode_text(text, &e, err, sizeof err), 0);
+    envelope_free(&e);
+}
+
 static void test_invalid_utf8(void **state)
 {
     (void)state;
@@ -540,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_trailing_garbage),
         cmocka_unit_test(test_not_json_or_not_object),
+        cmocka_unit_test(test_non_numbers_refused),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_oversize),
         cmocka_unit_test(test_deep_nesting),

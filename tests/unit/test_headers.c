@@ -121,12 +121,77 @@ static void odd_values_stay_storable(void **state)
     json_object_put(j);
 }
 
+/* Decode a content header's properties, as rabbitmq-c does for a delivery, into *props. */
+static void decode_properties(const void *bytes, size_t len, amqp_pool_t *pool,
+                              amqp_basic_properties_t **props)
+{
+    void *decoded = NULL;
+    init_amqp_pool(pool, 4096);
+    assert_int_equal(amqp_decode_properties(AMQP_BASIC_CLASS, pool,
+                                            (amqp_bytes_t){.len = len, .bytes = (void *)bytes},
+                                            &decoded),
+                     AMQP_STATUS_OK);
+    *props = decoded;
+}
+
+/* Found by tests/fuzz/fuzz_headers.c: any publisher may set a timestamp header, and seconds past
+ * year 9999 overflowed into microseconds (undefined behaviour, then a wrong time). */
+static void huge_timestamps_stay_numbers(void **state)
+{
+    (void)state;
+    static const unsigned char input[] = {
+        0x20, 0x00,                                     /* property flags: headers only */
+        0x00, 0x00, 0x00, 0x0e,                         /* table of 14 bytes */
+        0x04, 't',  'i',  'm',  'e',  'T',              /* "time": timestamp */
+        0xea, 0xff, 0xff, 0xff, 0x66, 0x32, 0x00, 0x02, /* 16933534596332650498 s */
+    };
+    amqp_pool_t pool;
+    amqp_basic_properties_t *p;
+    decode_properties(input, sizeof input, &pool, &p);
+    json_object *j = hdr_to_json(&p->headers);
+    assert_string_equal(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+                        "{\"time\":16933534596332650498}");
+    json_object_put(j);
+    empty_amqp_pool(&pool);
+
+    amqp_table_entry_t e = {.key = amqp_cstring_bytes("last")};
+    e.value.kind = AMQP_FIELD_KIND_TIMESTAMP;
+    e.value.value.u64 = 253402300799; /* the last second ts_format writes */
+    amqp_table_t t = {.num_entries = 1, .entries = &e};
+    j = hdr_to_json(&t);
+    assert_string_equal(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+                        "{\"last\":\"9999-12-31T23:59:59.000Z\"}");
+    json_object_put(j);
+}
+
+/* The x-death's time feeds the failed execution's expired_at (microseconds): one no formatter
+ * can write counts as absent, whatever its integer kind. */
+static void x_death_time_out_of_range_is_absent(void **state)
+{
+    (void)state;
+    amqp_table_t t = dead_letter_headers();
+    xdeath_t xd;
+    death_entries[3].value.value.u64 = UINT64_MAX;
+    hdr_first_death(&t, &xd);
+    assert_true(xd.present);
+    assert_int_equal(xd.time_s, 0);
+    assert_string_equal(xd.reason, "expired");
+    death_entries[3] = i64("time", INT64_MIN);
+    hdr_first_death(&t, &xd);
+    assert_int_equal(xd.time_s, 0);
+    death_entries[3] = i64("time", -62135596800); /* 0001-01-01T00:00:00Z */
+    hdr_first_death(&t, &xd);
+    assert_int_equal(xd.time_s, -62135596800);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(x_death_is_read),
         cmocka_unit_test(headers_become_json),
         cmocka_unit_test(odd_values_stay_storable),
+        cmocka_unit_test(huge_timestamps_stay_numbers),
+        cmocka_unit_test(x_death_time_out_of_range_is_absent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
