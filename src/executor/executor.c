@@ -100,11 +100,10 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
         monitor_run(x);
 }
 
-/* The oldest dead letter held unacked (a database outage keeps them), in seconds. */
-static uint64_t held_dead_letter_age_s(const consumer_t *c)
+/* The oldest dead letter c holds unacked, in seconds. */
+static uint64_t held_age_s(const consumer_t *c, int64_t now_s)
 {
     uint64_t oldest = 0;
-    int64_t now_s = now_wall_ms() / 1000;
     for (size_t i = 0; i < c->n; i++) {
         uint64_t age = (uint64_t)dlq_age_s(c->batch[i], now_s);
         oldest = age > oldest ? age : oldest;
@@ -112,12 +111,18 @@ static uint64_t held_dead_letter_age_s(const consumer_t *c)
     return oldest;
 }
 
+uint64_t executor_held_dead_letter_age_s(const executor_t *x)
+{
+    int64_t now_s = now_wall_ms() / 1000;
+    uint64_t held = held_age_s(&x->dlq, now_s), parked = held_age_s(&x->parked, now_s);
+    return parked > held ? parked : held;
+}
+
 /* The stats line; its dead letter age covers what was recorded since the last one and what is
  * held now, so a backlog that nobody records shows up. */
 static void log_stats(executor_t *x)
 {
-    uint64_t held = held_dead_letter_age_s(&x->dlq), parked = held_dead_letter_age_s(&x->parked);
-    held = parked > held ? parked : held;
+    uint64_t held = executor_held_dead_letter_age_s(x);
     if (held > x->stats.dead_letter_age_s)
         x->stats.dead_letter_age_s = held;
     stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);

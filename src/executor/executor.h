@@ -81,6 +81,10 @@ extern const consumer_handler_t dlq_raw_handler;
 #define EXECUTOR_MAX_CONSUMERS 4
 size_t executor_consumers(executor_t *x, consumer_t *out[EXECUTOR_MAX_CONSUMERS]);
 
+/* The oldest dead letter held unacked (a database outage keeps them) by the dead-letter and
+ * parking consumers, in seconds since it was dead-lettered (x-death); 0 when none. */
+uint64_t executor_held_dead_letter_age_s(const executor_t *x);
+
 /* Does the executor hear heartbeats now, and has it recorded since when (executor_state
  * .heard_since, schema 007)? Until then no worker may be judged stale by its heartbeats. */
 bool executor_hearing(executor_t *x);

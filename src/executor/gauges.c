@@ -4,7 +4,8 @@
  * all and per action), and the dead-letter queue. The oldest unconsumed dead letter's age is
  * measured cheaply: a passive declare gives the count, not the age, so the age is how long the
  * queue has had something not yet stored (ready in the queue or held unacked by this
- * executor) without a break, as seen by these refreshes: a lower bound, GAUGES_INTERVAL_S fine.
+ * executor) without a break, as seen by these refreshes, or the exact age (x-death) of the
+ * oldest one held unacked when that is more: a lower bound, GAUGES_INTERVAL_S fine.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,9 @@ static void refresh_dlq(executor_t *x, executor_gauges_t *g)
         g->dlq_nonempty_since_ms = 0;
     else if (!g->dlq_nonempty_since_ms)
         g->dlq_nonempty_since_ms = now;
-    g->dlq_oldest_age = waiting ? (double)(now - g->dlq_nonempty_since_ms) / 1000.0 : 0;
+    double seen = waiting ? (double)(now - g->dlq_nonempty_since_ms) / 1000.0 : 0;
+    double held = (double)executor_held_dead_letter_age_s(x); /* exact, from x-death */
+    g->dlq_oldest_age = held > seen ? held : seen;
 }
 
 static void on_refresh(evutil_socket_t fd, short what, void *arg)
