@@ -80,9 +80,13 @@ done
 log "workers"
 w=$(unique_name w)
 on_exit psql_q "delete from workers where id = '$w'"
-psql_q "insert into workers (id, capabilities, capacity, heartbeat_interval_s) values ('$w', '{other.$action}', 3, 60)" >/dev/null
+psql_q "insert into workers (id, capabilities, capacity, heartbeat_interval_s, incarnation)
+        values ('$w', '{other.$action}', 3, 60, '0123456789abcdef0123456789abcdef')" >/dev/null
 expect 200 GET /api/v1/workers '' "$API_READ_KEY"
-assert_eq "live|3|0" "$(jq -r --arg w "$w" '.workers[] | select(.id == $w) | "\(.state)|\(.capacity)|\(.in_flight)"' <<<"$CALL_BODY")" "worker"
+assert_eq "live|3|0|other.$action|0123456789abcdef0123456789abcdef|true" \
+    "$(jq -r --arg w "$w" '.workers[] | select(.id == $w) |
+        "\(.state)|\(.capacity)|\(.in_flight)|\(.capabilities | join(","))|\(.incarnation)|\(.heartbeat_age_s < 60)"' \
+        <<<"$CALL_BODY")" "worker: state, capacity, in flight, capabilities, incarnation, heartbeat age"
 
 log "auth: no key 401, wrong key 403, read key on a write 403"
 body="{\"action_ref\":\"$action\"}"

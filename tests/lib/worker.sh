@@ -15,6 +15,13 @@ worker_env() {
     export WARREN__MESSAGE_QUEUE__RABBITMQ__PUBLISH_TIMEOUT_MS=2000
 }
 
+# pgroup_alive PGID: true while a process of the group still runs. A zombie does not count: a
+# handler's child killed with it is reparented to PID 1 (its shell died too), and when PID 1
+# reaps it is up to PID 1, not to the worker.
+pgroup_alive() {
+    ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { alive = 1 } END { exit !alive }'
+}
+
 # start_worker NAME ID [ARGS...]: `warren worker --name ID` in the background (bg_start NAME),
 # waiting until it consumes its queue; BG_PID is its pid.
 start_worker() {
