@@ -38,6 +38,11 @@ typedef struct executor_gauges {
     int64_t dlq_nonempty_since_ms;
     int64_t refreshed_ms; /* wall clock of the last refresh, 0: never */
     bool db_ok;
+    /* Status changes in execution_events since this executor started, [from][to]; from
+     * EXEC_STATUS_COUNT is the creation. events_upto: the last event id counted, -1 before the
+     * first refresh. */
+    uint64_t transitions[EXEC_STATUS_COUNT + 1][EXEC_STATUS_COUNT];
+    int64_t events_upto;
 } executor_gauges_t;
 
 typedef struct executor {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # /metrics of the executor and of a worker, after real executions, pass `promtool check metrics`
-# and carry the metrics docs/metrics.md promises; the example alerting rules pass
-# `promtool check rules`.
+# and carry the metrics docs/metrics.md promises, the status changes among them; the example
+# alerting rules pass `promtool check rules`.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -47,4 +47,15 @@ assert_eq 3 "$(val executor 'warren_dispatches_total{result="confirmed"}')" "dis
 assert_eq 3 "$(val executor 'warren_dispatch_confirms_total{outcome="acked"}')" "confirms"
 assert_eq 3 "$(val executor warren_execution_run_seconds_count)" "run times observed"
 grep -q 'execution_id' "$TEST_TMP/executor.prom" "$TEST_TMP/worker.prom" && fail "an execution id as a label"
+
+# Status changes from the history, counted once they are 10 s old (a refresh every 10 s).
+transitions() {
+    curl -sS -f "$E/metrics" >"$TEST_TMP/executor.prom"
+    [ "$(val executor 'warren_execution_transitions_total{from="running",to="completed"}')" = 2 ] &&
+        [ "$(val executor 'warren_execution_transitions_total{from="running",to="failed"}')" = 1 ]
+}
+wait_until 40 transitions
+assert_eq 3 "$(val executor 'warren_execution_transitions_total{from="none",to="requested"}')" "created"
+assert_eq 3 "$(val executor 'warren_execution_transitions_total{from="scheduled",to="running"}')" "started"
+promtool check metrics <"$TEST_TMP/executor.prom" || fail "promtool: executor /metrics with transitions"
 pass
