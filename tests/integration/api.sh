@@ -37,6 +37,9 @@ id=$(jq -r .id <<<"$CALL_BODY")
 log "get one: the row with its history, 404 for none, 400 for no id"
 expect 200 GET "/api/v1/executions/$id" '' "$API_READ_KEY"
 assert_eq "$id|requested|1" "$(jq -r '"\(.id)|\(.status)|\(.events | length)"' <<<"$CALL_BODY")" "get"
+assert_eq "true|true|true|true" \
+    "$(jq -r '"\(has("outcome"))|\(has("attempt"))|\(.dead_letters | type == "array")|\(.events[0] | has("attempt"))"' <<<"$CALL_BODY")" \
+    "get: outcome, attempt, dead letters, the attempt of each change"
 expect 404 GET /api/v1/executions/999999999999 '' "$API_READ_KEY"
 expect 400 GET /api/v1/executions/abc '' "$API_READ_KEY"
 expect 400 GET "/api/v1/executions/1%27%20OR%201=1" '' "$API_READ_KEY"
