@@ -96,6 +96,14 @@ void http_reply_livez(http_req_t *r, int64_t loop_beat_ms);
 /* /metrics: the registry in Prometheus' text format. */
 void http_reply_metrics(http_req_t *r, const metrics_registry_t *m);
 
+/* /metrics: warren_breaker_state, warren_breaker_rejections_total and
+ * warren_breaker_opened_total, one sample each per breaker, labelled breaker="name". */
+typedef struct http_breaker_ref {
+    const char *name;
+    const breaker_t *b;
+} http_breaker_ref_t;
+void http_metrics_breakers(metrics_out_t *o, const http_breaker_ref_t *refs, size_t n);
+
 /* /readyz: checks gathered one by one, then one answer: 200 ready, 200 degraded (a half-open
  * breaker), 503 not_ready, the body {status, checks, reasons}. */
 typedef struct http_ready {

@@ -203,37 +203,18 @@ static void on_metrics(http_req_t *r, void *arg)
 
 /* ---- metrics of the executor's own parts ---- */
 
-static void collect_breaker(metrics_out_t *o, const char *name, const breaker_t *b, int what)
-{
-    char labels[64] = "";
-    (void)metrics_label(labels, sizeof labels, "breaker", name);
-    if (what == 0)
-        metrics_sample(o, "warren_breaker_state", labels, (double)b->state);
-    else if (what == 1)
-        metrics_sample_u64(o, "warren_breaker_rejections_total", labels, b->calls_rejected);
-    else
-        metrics_sample_u64(o, "warren_breaker_opened_total", labels, b->times_opened);
-}
-
 static void collect_parts(metrics_out_t *o, void *arg)
 {
     executor_t *x = arg;
-    static const char *const helps[][3] = {
-        {"warren_breaker_state", "gauge", "Circuit breaker state: 0 closed, 1 open, 2 half-open"},
-        {"warren_breaker_rejections_total", "counter", "Calls a breaker refused while open"},
-        {"warren_breaker_opened_total", "counter", "Times a breaker opened"},
-    };
     consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
     size_t nc = executor_consumers(x, consumers);
-    for (int what = 0; what < 3; what++) {
-        metrics_family(o, helps[what][0], helps[what][1], helps[what][2]);
-        collect_breaker(o, "publish", mq_breaker(x->pub), what);
-        for (size_t i = 0; i < nc; i++) {
-            char name[64];
-            snprintf(name, sizeof name, "consume_%s", consumers[i]->name);
-            collect_breaker(o, name, mq_breaker(consumers[i]->mq), what);
-        }
+    char names[EXECUTOR_MAX_CONSUMERS][64];
+    http_breaker_ref_t refs[EXECUTOR_MAX_CONSUMERS + 1] = {{"publish", mq_breaker(x->pub)}};
+    for (size_t i = 0; i < nc; i++) {
+        snprintf(names[i], sizeof names[i], "consume_%s", consumers[i]->name);
+        refs[i + 1] = (http_breaker_ref_t){names[i], mq_breaker(consumers[i]->mq)};
     }
+    http_metrics_breakers(o, refs, nc + 1);
     metrics_family(o, "warren_database_errors_total", "counter",
                    "Failed database transactions (lost connections included)");
     metrics_sample_u64(o, "warren_database_errors_total", "", x->db.errors);

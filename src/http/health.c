@@ -24,6 +24,28 @@ void http_reply_metrics(http_req_t *r, const metrics_registry_t *m)
     metrics_out_free(&o);
 }
 
+void http_metrics_breakers(metrics_out_t *o, const http_breaker_ref_t *refs, size_t n)
+{
+    static const char *const families[][3] = {
+        {"warren_breaker_state", "gauge", "Circuit breaker state: 0 closed, 1 open, 2 half-open"},
+        {"warren_breaker_rejections_total", "counter", "Calls a breaker refused while open"},
+        {"warren_breaker_opened_total", "counter", "Times a breaker opened"},
+    };
+    for (int f = 0; f < 3; f++) {
+        metrics_family(o, families[f][0], families[f][1], families[f][2]);
+        for (size_t i = 0; i < n; i++) {
+            char labels[128] = "";
+            (void)metrics_label(labels, sizeof labels, "breaker", refs[i].name);
+            const breaker_t *b = refs[i].b;
+            if (f == 0)
+                metrics_sample(o, families[f][0], labels, (double)b->state);
+            else
+                metrics_sample_u64(o, families[f][0], labels,
+                                   f == 1 ? b->calls_rejected : b->times_opened);
+        }
+    }
+}
+
 void http_ready_init(http_ready_t *h)
 {
     h->body = json_object_new_object();

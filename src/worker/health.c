@@ -68,24 +68,10 @@ static void collect(metrics_out_t *o, void *arg)
                    "1 while consuming its queue (dispatch) or its control queue (control)");
     metrics_sample(o, "warren_worker_consuming", "queue=\"dispatch\"", w->dispatch.consuming);
     metrics_sample(o, "warren_worker_consuming", "queue=\"control\"", w->control.consuming);
-    const char *names[] = {"consume", "control", "publish"};
-    const breaker_t *b[] = {mq_breaker(w->consumer), mq_breaker(w->control_client),
-                            mq_breaker(w->publisher)};
-    char labels[64];
-    metrics_family(o, "warren_breaker_state", "gauge",
-                   "Circuit breaker state: 0 closed, 1 open, 2 half-open");
-    for (size_t i = 0; i < 3; i++) {
-        labels[0] = '\0';
-        (void)metrics_label(labels, sizeof labels, "breaker", names[i]);
-        metrics_sample(o, "warren_breaker_state", labels, (double)b[i]->state);
-    }
-    metrics_family(o, "warren_breaker_rejections_total", "counter",
-                   "Calls a breaker refused while open");
-    for (size_t i = 0; i < 3; i++) {
-        labels[0] = '\0';
-        (void)metrics_label(labels, sizeof labels, "breaker", names[i]);
-        metrics_sample_u64(o, "warren_breaker_rejections_total", labels, b[i]->calls_rejected);
-    }
+    const http_breaker_ref_t breakers[] = {{"consume", mq_breaker(w->consumer)},
+                                           {"control", mq_breaker(w->control_client)},
+                                           {"publish", mq_breaker(w->publisher)}};
+    http_metrics_breakers(o, breakers, 3);
     metrics_family(o, "warren_handler_duration_seconds", "histogram",
                    "How long handlers ran, by action (at most 64 actions, then \"other\")");
     size_t n = w->n_durations + (w->durations[HEALTH_MAX_ACTIONS].h.count > 0);

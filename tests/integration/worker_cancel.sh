@@ -13,12 +13,7 @@
 require_stack
 worker_env
 
-# The source tree's handlers and the test module test.wait.
-hdir="$TEST_TMP/handlers"
-mkdir "$hdir"
-ln -s "$WARREN_SOURCE_DIR"/handlers/core.* "$hdir/"
-ln -s "$WARREN_BUILD_DIR/tests/handlers/test_wait.so" "$hdir/"
-export WARREN__WORKER__HANDLERS_DIR=$hdir
+test_handlers_dir
 # One at a time, so a second dispatch is held while the first runs.
 export WARREN__WORKER__MAX_CONCURRENCY=1
 
