@@ -57,7 +57,10 @@ typedef struct worker_stats {
     uint64_t deliveries; /* dispatches received */
     uint64_t started, completed, failed, timed_out, cancelled;
     uint64_t rejected;        /* nacked without requeue: dead-lettered */
+    uint64_t past_deadline;   /* dead-lettered unstarted: their start deadline had passed */
     uint64_t duplicates;      /* redeliveries of executions already here: not run again */
+    uint64_t repeats;         /* of those, finished ones answered with their completion again */
+    uint64_t reruns;          /* finished ones whose completion was no longer kept: run again */
     uint64_t requeued;        /* nacked with requeue while shutting down */
     uint64_t dropped_held;    /* accepted, not started, channel lost: the broker requeued them */
     uint64_t publish_retries; /* failed status/completion publishes, retried */
@@ -84,7 +87,8 @@ struct worker {
     char queue[256];
     char host[256];
     char started_at[40];
-    const char *exchange; /* where everything is published */
+    char incarnation[INCARNATION_LEN + 1]; /* this process's, in every report */
+    const char *exchange;                  /* where everything is published */
     struct event_base *base;
     runner_t *runner;
     mq_client_t *consumer;  /* consumes (prefetch = max_concurrency), acks */
@@ -182,6 +186,9 @@ void intake_forget_deliveries(worker_t *w);
 void reporter_running(worker_t *w, execs_record_t *x);
 void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *r,
                          const char *ended_at);
+/* Queue x's kept completion again, marked as a repeat, under a new message id; its
+ * confirmation acks x's deliveries. -1 (nothing queued) on OOM or a full outbox. */
+int reporter_repeat(worker_t *w, execs_record_t *x) WARN_UNUSED;
 /* Publish what is due in the outbox, in order; a failure arms the retry timer. */
 void reporter_flush(worker_t *w);
 /* Publish a heartbeat now (best effort: the next one follows anyway). */

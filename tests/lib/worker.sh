@@ -64,13 +64,15 @@ publish_dispatch() {
 
 # collect QUEUE: snapshot the messages now in QUEUE (they stay there: a lost HTTP answer then
 # loses nothing) into $TEST_TMP/QUEUE.msgs, one JSON object a line, oldest first:
-# {routing_key, properties, raw, body}: raw is the body text as sent, body the same parsed (jq
-# rounds numbers it parses: compare exact bytes on raw).
+# {routing_key, properties, raw, body, encoding}: raw is the body text as sent, body the same
+# parsed (jq rounds numbers it parses: compare exact bytes on raw); encoding is "string", or
+# "base64" (raw is then base64) when the body is not valid UTF-8.
 collect() {
     local f="$TEST_TMP/$1.msgs" got
     got=$(mgmt_post "queues/%2F/$(urlencode "$1")/get" \
         '{"count":5000,"ackmode":"ack_requeue_true","encoding":"auto"}') || return 1
-    jq -c '.[] | .payload as $p | {routing_key, properties, raw: $p, body: (try ($p | fromjson) catch $p)}' \
+    jq -c '.[] | .payload as $p | {routing_key, properties, raw: $p, body: (try ($p | fromjson) catch $p),
+                                   encoding: .payload_encoding}' \
         <<<"$got" >"$f.new"
     mv "$f.new" "$f"
 }

@@ -439,6 +439,17 @@ static void test_dispatch_defaults_and_string_id(void **state)
     json_object_put(p);
 }
 
+/* Incarnations: 32 lowercase hex characters, a new one every time. */
+static void test_incarnation(void **state)
+{
+    (void)state;
+    char a[INCARNATION_LEN + 1], b[INCARNATION_LEN + 1];
+    envelope_new_incarnation(a, sizeof a);
+    envelope_new_incarnation(b, sizeof b);
+    assert_true(ids_incarnation_valid(a));
+    assert_string_not_equal(a, b);
+}
+
 static const struct {
     const char *key;
     const char *value; /* NULL: delete */
@@ -570,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_dispatch_round_trip),
         cmocka_unit_test(test_dispatch_defaults_and_string_id),
         cmocka_unit_test(test_dispatch_malformed),
+        cmocka_unit_test(test_incarnation),
         cmocka_unit_test(test_cancel_payload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
