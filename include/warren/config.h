@@ -28,6 +28,13 @@ typedef struct warren_config {
         int connect_timeout_ms;
         int publish_timeout_ms; /* bound on every publish + confirm */
         struct {
+            char *ca_file;   /* trusted CAs (PEM) for verify_peer */
+            char *cert_file; /* client certificate (PEM), "" for none */
+            char *key_file;  /* its private key (PEM, unencrypted) */
+            bool verify_peer;
+            bool verify_hostname;
+        } tls; /* amqps:// URLs only */
+        struct {
             bool enabled;
             char *exchange;
             char *queue;
@@ -42,6 +49,9 @@ typedef struct warren_config {
             char *heartbeats;
         } queues;
     } rabbitmq; /* key prefix: message_queue.rabbitmq */
+    struct {
+        int max_body_bytes; /* a consumed body over this is recorded by its prefix, never held */
+    } message_queue;
     struct {
         struct {
             int failure_threshold;
@@ -63,6 +73,7 @@ typedef struct warren_config {
         int running_grace_s;           /* running past its timeout + this, no result: abandoned */
         int monitor_interval_s;        /* timeout monitor period; 0 disables it */
         int dlq_retry_delay_ms;        /* delay before retrying a dead letter after a DB error */
+        int worker_identity;           /* ident_mode_t: 0 shared, 1 per_worker */
     } executor;
     struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */

@@ -9,6 +9,7 @@
 static const char *const queue_types[] = {"classic", "quorum", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
+static const char *const worker_identities[] = {"shared", "per_worker", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
 /* clang-format off */
@@ -46,6 +47,23 @@ const cfg_key_t cfg_table[] = {
         "Bound on TCP connect, AMQP handshake and RPCs"),
     INT(MQ "publish_timeout_ms", rabbitmq.publish_timeout_ms, "5000", 100, 600000,
         "Bound on one publish including its broker confirm"),
+    STR(MQ "tls.ca_file", rabbitmq.tls.ca_file, "/etc/ssl/certs/ca-certificates.crt",
+        "CA certificates (PEM) the broker's certificate must verify against; the default is "
+        "Debian's bundle of public CAs (package ca-certificates). Like every tls key it applies "
+        "to amqps:// URLs only (docs/tls.md)"),
+    STR(MQ "tls.cert_file", rabbitmq.tls.cert_file, "",
+        "Client certificate (PEM, optionally followed by its chain) shown to a broker that asks "
+        "for one; empty: none. Needs tls.key_file"),
+    STR(MQ "tls.key_file", rabbitmq.tls.key_file, "",
+        "Private key of tls.cert_file (PEM, not encrypted: rabbitmq-c cannot ask for a "
+        "passphrase)"),
+    BOOL(MQ "tls.verify_peer", rabbitmq.tls.verify_peer, "true",
+         "Refuse a broker whose certificate does not verify against tls.ca_file; false encrypts "
+         "without knowing who answers (testing only)"),
+    BOOL(MQ "tls.verify_hostname", rabbitmq.tls.verify_hostname, "true",
+         "Refuse a broker whose certificate does not name the URL's host (a DNS name of its "
+         "subjectAltName, or its CN when it has none; rabbitmq-c 0.11 never matches IP "
+         "addresses, so name the host)"),
     BOOL(MQ "dead_letter.enabled", rabbitmq.dead_letter.enabled, "true",
          "Give worker queues a dead-letter exchange so expired dispatches are failed, not lost"),
     STR(MQ "dead_letter.exchange", rabbitmq.dead_letter.exchange, "attune.dlx",
@@ -64,6 +82,14 @@ const cfg_key_t cfg_table[] = {
         "Executor queue for workers' status changes and completions"),
     STR(MQ "queues.heartbeats", rabbitmq.queues.heartbeats, "attune.worker.heartbeats",
         "Executor queue for worker announcements and heartbeats"),
+    INT("message_queue.max_body_bytes", message_queue.max_body_bytes, "1048576", 65536,
+        64 * 1024 * 1024,
+        "Largest message body a consumer holds (per delivery; up to prefetch of them per "
+        "consumer). A bigger one is read off the connection and dropped as it arrives, keeping "
+        "its first 4096 bytes: the executor records it as a dead letter (reason oversized), a "
+        "worker rejects it to the dead-letter exchange. The default is the envelope limit, the "
+        "largest body warren ever publishes (results are cut to it); below it, big parameters or "
+        "results turn into dead letters. Keep the broker's max_message_size above it"),
 
     INT("circuit_breaker.messaging.failure_threshold", circuit_breaker.messaging.failure_threshold,
         "5", 1, 1000, "Consecutive publish/consume failures that open the breaker"),
@@ -98,6 +124,12 @@ const cfg_key_t cfg_table[] = {
         "(a late completion of the attempt is still accepted)"),
     INT("executor.monitor_interval_s", executor.monitor_interval_s, "5", 0, 3600,
         "Period of the timeout monitor; 0 disables it"),
+    ENUM("executor.worker_identity", executor.worker_identity, "shared", worker_identities,
+         "Whom the executor believes: shared (one broker user for every component, for "
+         "development) or per_worker (each worker logs in as a broker user named like the "
+         "worker; a report is applied only when its broker-validated user_id is the worker it "
+         "speaks for, and a dead letter only when the executor's own user published it; "
+         "docs/security.md)"),
     INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
         "Delay before a dead letter is retried after a database error"),
 

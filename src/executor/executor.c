@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "executor/executor.h"
+#include "executor/identity.h"
 #include "warren/db.h"
 #include "warren/log.h"
 #include "warren/topology.h"
@@ -319,8 +320,25 @@ static void stop(executor_t *x)
     evloop_base_free(x->base);
 }
 
+/* Whom the consumers believe (executor.worker_identity); -1 when the URL names no user. */
+static int set_identity(const warren_config_t *cfg)
+{
+    ident_t id = {.mode = cfg->executor.worker_identity == 1 ? IDENT_PER_WORKER : IDENT_SHARED};
+    if (mq_url_user(cfg->rabbitmq.url, id.executor_user, sizeof id.executor_user) != 0) {
+        log_kv(LOG_ERROR, "cannot read the broker user from message_queue.rabbitmq.url", NULL);
+        return -1;
+    }
+    ident_set(&id);
+    if (id.mode == IDENT_PER_WORKER)
+        log_kv(LOG_INFO, "per-worker identities: reports must come from the worker they name",
+               "executor_user", id.executor_user, NULL);
+    return 0;
+}
+
 int executor_run(const warren_config_t *cfg)
 {
+    if (set_identity(cfg) != 0)
+        return EXIT_RUNTIME;
     executor_t *x = calloc(1, sizeof *x);
     if (!x) {
         log_kv(LOG_ERROR, "out of memory", NULL);

@@ -1,9 +1,10 @@
 /*
  * Worker results: ExecutionStatusChanged (running) and ExecutionCompleted (completed, failed,
  * timeout) from the results queue, applied per drained batch in one transaction. Every change
- * is a compare-and-swap fenced by the attempt and by the transition table, so a late, repeated
- * or stale message changes nothing; it is counted as stale. Unreadable messages go to
- * dead_letters in the same transaction.
+ * is a compare-and-swap fenced by the attempt, the worker and the transition table, so a late,
+ * repeated or stale message changes nothing; it is counted as stale. Unreadable messages, and
+ * reports from a worker the execution was not dispatched to, go to dead_letters in the same
+ * transaction.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include "executor/dlstore.h"
 #include "executor/executor.h"
+#include "executor/identity.h"
 #include "executor/inmsg.h"
 #include "executor/pgtext.h"
 #include "executor/transitions.h"
@@ -44,6 +46,7 @@ typedef struct result_msg {
     bool unprocessable; /* a completion of a known execution and attempt that cannot be
                          * applied: it fails that attempt (reason unprocessable_result) */
     bool older_attempt; /* not applied: the execution is on a later attempt already */
+    bool wrong_worker;  /* not applied: the execution's attempt belongs to another worker */
 } result_msg_t;
 
 /* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
@@ -190,7 +193,7 @@ static int parse_target(result_msg_t *m, const envelope_t *env)
  */
 static void salvage_target(result_msg_t *m, const mq_delivery_t *d)
 {
-    if (utf8_valid(d->body, d->body_len, NULL))
+    if (d->oversized || utf8_valid(d->body, d->body_len, NULL))
         return;
     char *clean = utf8_clean(d->body, d->body_len);
     envelope_t env;
@@ -257,7 +260,6 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
  * timeout it applies; a completion keeps what the running report said. */
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
-    " worker = coalesce(u.worker, e.worker),"
     " started_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN now()"
     "   ELSE coalesce(e.started_at, u.started_at::timestamptz) END," /* no running status came */
     " result = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.result"
@@ -277,7 +279,7 @@ static const char apply_sql[] =
     "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at,"
     "   incarnation, reported_at, timeout_s, ord)"
     " JOIN executions o ON o.id = u.id" /* the row as it was, for the metrics */
-    " WHERE e.id = u.id AND e.attempt = u.attempt"
+    " WHERE e.id = u.id AND e.attempt = u.attempt AND (u.worker IS NULL OR e.worker = u.worker)"
     "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($9::text[], $10::text[]) AS p(f, t))"
     " RETURNING u.ord,"
     " CASE WHEN o.started_at IS NULL THEN extract(epoch FROM e.started_at - e.created_at) END,"
@@ -434,6 +436,7 @@ static const char fail_unprocessable_sql[] =
     " wait_reason = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS u(id, attempt, error, worker)"
     " WHERE e.id = u.id AND e.attempt = u.attempt AND e.status = ANY($5::text[])"
+    "   AND (u.worker IS NULL OR e.worker = u.worker)"
     " RETURNING e.id";
 /* clang-format on */
 
@@ -475,18 +478,28 @@ static int fail_unprocessable(PGconn *db, const result_msg_t *msgs, size_t n,
     return rc;
 }
 
-/* Mark the messages not applied because their execution is on a later attempt. */
-static void mark_older(result_msg_t *msgs, size_t n, int64_t id, int attempt)
+/* Mark the messages not applied because their execution is on a later attempt, or because
+ * that attempt was dispatched to another worker than the one reporting. */
+static void mark_unapplied(result_msg_t *msgs, size_t n, int64_t id, int attempt,
+                           const char *worker)
 {
     for (size_t i = 0; i < n; i++) {
         result_msg_t *m = &msgs[i];
-        if (m->in.reason[0] || m->applied || m->execution_id != id || m->attempt >= attempt)
+        if (m->in.reason[0] || m->applied || m->execution_id != id)
             continue;
-        m->older_attempt = true;
-        inmsg_reject(&m->in, "stale_attempt_result",
-                     "a result of attempt %d; the execution is on attempt %d: a copy of an "
-                     "earlier dispatch ran too",
-                     m->attempt, attempt);
+        if (m->attempt < attempt) {
+            m->older_attempt = true;
+            inmsg_reject(&m->in, "stale_attempt_result",
+                         "a result of attempt %d; the execution is on attempt %d: a copy of an "
+                         "earlier dispatch ran too",
+                         m->attempt, attempt);
+        } else if (m->attempt == attempt && m->worker[0] && strcmp(m->worker, worker) != 0) {
+            m->wrong_worker = true;
+            inmsg_reject(&m->in, "wrong_worker",
+                         "a report from worker '%s' on attempt %d, which was dispatched to "
+                         "worker '%s'",
+                         m->worker, attempt, worker);
+        }
     }
 }
 
@@ -494,7 +507,9 @@ static void mark_older(result_msg_t *msgs, size_t n, int64_t id, int attempt)
  * A result of an attempt older than the row's comes from a copy of an earlier dispatch that ran
  * after all (its publish had no answer, and the execution went out again). It changes nothing,
  * but it must leave a trace, so such a run is never silent: a dead letter each, reason
- * stale_attempt_result. Only the messages that were not applied are looked at.
+ * stale_attempt_result. A report from a worker the attempt was not dispatched to (a confused
+ * or a lying worker) is kept the same way, reason wrong_worker. Only the messages that were
+ * not applied are looked at.
  */
 static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *err, size_t errlen)
 {
@@ -513,11 +528,14 @@ static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *e
         snprintf(err, errlen, "out of memory");
         rc = -1;
     } else if (k > 0) {
-        rc = db_exec(db, "SELECT id, attempt FROM executions WHERE id = ANY($1::bigint[])", 1,
-                     params, &res, err, errlen);
+        rc = db_exec(db,
+                     "SELECT id, attempt, coalesce(worker, '') FROM executions"
+                     " WHERE id = ANY($1::bigint[])",
+                     1, params, &res, err, errlen);
     }
     for (int r = 0; rc == 0 && res && r < PQntuples(res); r++)
-        mark_older(msgs, n, strtoll(PQgetvalue(res, r, 0), NULL, 10), atoi(PQgetvalue(res, r, 1)));
+        mark_unapplied(msgs, n, strtoll(PQgetvalue(res, r, 0), NULL, 10),
+                       atoi(PQgetvalue(res, r, 1)), PQgetvalue(res, r, 2));
     PQclear(res);
     pgarr_free(&ids);
     return rc;
@@ -540,7 +558,7 @@ static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errle
         dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
         return -1;
     for (size_t i = 0; i < b->n; i++)
-        if (!msgs[i].in.reason[0] || msgs[i].older_attempt) {
+        if (!msgs[i].in.reason[0] || msgs[i].older_attempt || msgs[i].wrong_worker) {
             b->counts.results_applied += msgs[i].applied;
             b->counts.results_stale += !msgs[i].applied;
         }
@@ -555,11 +573,30 @@ static void mark_unprocessable(result_msg_t *m)
     snprintf(m->in.reason, sizeof m->in.reason, "unprocessable_result");
 }
 
+/* per_worker: the worker a report speaks for is its sender, as the broker vouches for it; a
+ * report naming another worker, or none, is refused whatever else is wrong with it (and never
+ * fails the attempt it names). -1 when refused. */
+static int check_sender(result_msg_t *m, const mq_delivery_t *d)
+{
+    char err[ERRBUF_SIZE];
+    if (!ident_per_worker())
+        return 0;
+    m->in.d = d;
+    if (ident_check_worker(d, m->worker, err, sizeof err) != 0)
+        return inmsg_reject(&m->in, IDENT_REASON, "%s", err);
+    if (!ids_worker_valid(d->user_id))
+        return inmsg_reject(&m->in, IDENT_REASON, "sent by broker user '%s', not a worker id",
+                            d->user_id);
+    snprintf(m->worker, sizeof m->worker, "%s", d->user_id);
+    return 0;
+}
+
 static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
     (void)queue;
     result_msg_t *m = item;
-    if (parse_result(m, d) != 0 && m->completion && m->attempt >= 1)
+    int rc = parse_result(m, d);
+    if (check_sender(m, d) == 0 && rc != 0 && m->completion && m->attempt >= 1)
         mark_unprocessable(m);
 }
 
@@ -573,9 +610,16 @@ static void log_outcome(const void *item, const char *queue)
         log_kv(LOG_WARN, "result of an older attempt: a copy of an earlier dispatch ran too",
                "execution_id", id, "attempt", attempt, "worker", m->worker, "error", m->in.error,
                NULL);
+    } else if (m->wrong_worker) {
+        log_kv(LOG_WARN, "report from a worker the execution was not dispatched to: ignored",
+               "execution_id", id, "attempt", attempt, "worker", m->worker, "error", m->in.error,
+               NULL);
     } else if (m->unprocessable) {
         log_kv(LOG_WARN, "completion cannot be applied: execution failed", "execution_id", id,
                "attempt", attempt, "worker", m->worker, "error", m->in.error, NULL);
+    } else if (!strcmp(m->in.reason, IDENT_REASON)) {
+        log_kv(LOG_WARN, "report refused: not sent by the worker it speaks for", "execution_id", id,
+               "error", m->in.error, NULL);
     } else if (m->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable result message stored as a dead letter", "reason",
                m->in.reason, "error", m->in.error, "queue", queue, NULL);

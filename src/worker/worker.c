@@ -233,16 +233,23 @@ static int setup_events(worker_t *w)
     return 0;
 }
 
-static int setup_clients(worker_t *w)
+/* Settings no connect could succeed with (URL, TLS files) stop the start; a broker that is
+ * away does not: the worker keeps reconnecting. */
+static int setup_clients(worker_t *w, char *err, size_t errlen)
 {
     mq_options_t mo;
     mq_options_from_config(&mo, w->o.cfg, "warren-worker");
+    if (mq_check_options(&mo, err, errlen) != 0)
+        return -1;
     mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channels */
     w->consumer = mq_new(&mo);
     w->control_client = mq_new(&mo);
     mo.prefetch = 0;
     w->publisher = mq_new(&mo);
-    return w->consumer && w->control_client && w->publisher ? 0 : -1;
+    if (w->consumer && w->control_client && w->publisher)
+        return 0;
+    snprintf(err, errlen, "out of memory setting up the worker");
+    return -1;
 }
 
 static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
@@ -274,7 +281,9 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     w->runner = runner_new(w->base, &o->runner, err, errlen);
     if (!w->runner)
         return -1;
-    if (setup_clients(w) != 0 || setup_events(w) != 0) {
+    if (setup_clients(w, err, errlen) != 0)
+        return -1;
+    if (setup_events(w) != 0) {
         snprintf(err, errlen, "out of memory setting up the worker");
         return -1;
     }
