@@ -76,6 +76,17 @@ typedef struct warren_config {
         int worker_identity;           /* ident_mode_t: 0 shared, 1 per_worker */
     } executor;
     struct {
+        char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
+        char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
+        char *keys_file; /* one key per line: NAME SCOPE SECRET */
+        bool auth_reads; /* reads need a key too */
+        int max_body_bytes;
+        int max_connections;
+        int max_header_bytes;
+        int read_timeout_s;
+        int idle_timeout_s;
+    } api;
+    struct {
         char *name; /* "" -> WARREN_WORKER_NAME or host name */
         int max_concurrency;
         int heartbeat_interval_s;
@@ -85,6 +96,7 @@ typedef struct warren_config {
         int kill_grace_s;
         int shutdown_timeout_s;
         int max_output_bytes;
+        char *http_listen; /* host:port of /livez, /readyz, /metrics; "" disables it */
     } worker;
     unsigned char source[96]; /* cfg_source_t per table row; managed by config.c */
 } warren_config_t;

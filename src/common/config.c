@@ -635,6 +635,8 @@ static char *value_text(const warren_config_t *cfg, const cfg_key_t *k, bool mas
     switch (k->type) {
     case CT_STRING: {
         const char *s = *(char *const *)p ? *(char *const *)p : "";
+        if (mask && k->opaque)
+            return strdup(*s ? "****" : "");
         if (mask && k->secret) /* a URL or key=value string shows all but its passwords */
             return strstr(s, "://") || strchr(s, '=') ? cfg_mask_url(s) : strdup(*s ? "****" : "");
         return strdup(s);

@@ -13,12 +13,13 @@ static const char *const worker_identities[] = {"shared", "per_worker", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
 /* clang-format off */
-#define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
-#define CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, check}
-#define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL}
-#define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h, NULL}
-#define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
-#define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h, NULL}
+#define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, NULL, false}
+#define CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, check, false}
+#define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL, false}
+#define OPAQUE_SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL, true}
+#define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h, NULL, false}
+#define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h, NULL, false}
+#define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h, NULL, false}
 /* clang-format on */
 #define MQ "message_queue.rabbitmq."
 #define DAY_MS 86400000LL
@@ -132,6 +133,28 @@ const cfg_key_t cfg_table[] = {
     INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
         "Delay before a dead letter is retried after a database error"),
 
+    STR("api.listen", api.listen, "127.0.0.1:8080",
+        "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
+    OPAQUE_SECRET_STR("api.keys", api.keys, "",
+                      "API keys \"NAME:SCOPE:SECRET,...\" (SCOPE read or write; SECRET at least 16 "
+                      "characters, no comma), added to those of api.keys_file"),
+    STR("api.keys_file", api.keys_file, "",
+        "File of API keys, one per line \"NAME SCOPE SECRET\" (# comments); refused when group- or "
+        "world-readable"),
+    BOOL(
+        "api.auth_reads", api.auth_reads, "false",
+        "GET requests of /api/ need a key too (a read or write key); writes always need a write key"),
+    INT("api.max_body_bytes", api.max_body_bytes, "8388608", 1024, 256 * 1024 * 1024,
+        "Largest request body; a larger one gets 413"),
+    INT("api.max_connections", api.max_connections, "64", 1, 10000,
+        "Open API connections at most; further clients wait in the listen backlog"),
+    INT("api.max_header_bytes", api.max_header_bytes, "16384", 1024, 1048576,
+        "Largest request line and headers"),
+    INT("api.read_timeout_s", api.read_timeout_s, "10", 1, 3600,
+        "A request must arrive whole within this many seconds, or its connection is closed"),
+    INT("api.idle_timeout_s", api.idle_timeout_s, "30", 1, 3600,
+        "A kept-alive connection without a request is closed after this many seconds"),
+
     STR("worker.name", worker.name, "",
         "Worker id; empty: WARREN_WORKER_NAME or the host name (a StatefulSet pod name works)"),
     INT("worker.max_concurrency", worker.max_concurrency, "4", 1, 1024,
@@ -151,6 +174,9 @@ const cfg_key_t cfg_table[] = {
         "On SIGTERM, how long in-flight executions may finish before they are killed"),
     INT("worker.max_output_bytes", worker.max_output_bytes, "1048576", 1024, 64 * 1024 * 1024,
         "Cap on a handler's captured stdout; the rest is discarded and marked truncated"),
+    STR("worker.http_listen", worker.http_listen, "",
+        "host:port of the worker's /livez, /readyz and /metrics (e.g. \"0.0.0.0:9464\" in a pod); "
+        "\"\" turns them off"),
 };
 
 const size_t cfg_table_len = sizeof cfg_table / sizeof cfg_table[0];

@@ -153,11 +153,24 @@ static void add_record(pgarr_t *a, const dl_record_t *r)
     pgarr_add(&a[A_SNAPSHOT], r->snapshot);
 }
 
+/* Messages nobody could read: what warren_poison_stored_total counts. */
+static bool poison_reason(const char *reason)
+{
+    static const char *const poison[] = {"parse_error", "unknown_type", "missing_execution_id",
+                                         "store_error"};
+    for (size_t i = 0; i < sizeof poison / sizeof poison[0]; i++)
+        if (!strcmp(reason, poison[i]))
+            return true;
+    return false;
+}
+
 static void count_inserted(PGresult *res, size_t n, executor_stats_t *stats)
 {
     int rows = PQntuples(res);
-    for (int i = 0; i < rows; i++)
+    for (int i = 0; i < rows; i++) {
         stats_dead_letter(stats, PQgetvalue(res, i, 0), 1);
+        stats->poison_stored += poison_reason(PQgetvalue(res, i, 0));
+    }
     stats->dead_letter_duplicates += n - (size_t)rows;
 }
 

@@ -106,7 +106,8 @@ static int parse_status(result_msg_t *m)
                                                         : "completed";
     exec_status_t st;
     bool ok = trans_status_parse(s, &st) == 0 &&
-              (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT)
+              (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT ||
+                             st == EXEC_CANCELLED)
                           : st == EXEC_RUNNING);
     if (!ok)
         return inmsg_reject(&m->in, "parse_error", "status '%s' cannot be reported by %s", s,
@@ -283,10 +284,24 @@ static const char apply_sql[] =
     "   $7::text[], $8::text[], $11::text[], $12::text[], $13::int[])"
     "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at,"
     "   incarnation, reported_at, timeout_s, ord)"
+    " JOIN executions o ON o.id = u.id" /* the row as it was, for the metrics */
     " WHERE e.id = u.id AND e.attempt = u.attempt AND (u.worker IS NULL OR e.worker = u.worker)"
     "   AND (e.status || '>' || u.status) = ANY (ARRAY(SELECT f || '>' || t"
     "     FROM unnest($9::text[], $10::text[]) AS p(f, t)))"
-    " RETURNING u.ord";
+    " RETURNING u.ord,"
+    " CASE WHEN o.started_at IS NULL THEN extract(epoch FROM e.started_at - e.created_at) END,"
+    " CASE WHEN u.status <> " EXEC_SQL(RUNNING) " THEN"
+    "   extract(epoch FROM e.ended_at - coalesce(e.started_at, e.created_at)) END";
+
+/* What a worker reported after a cancel and that changed nothing stays in the history. */
+static const char after_cancel_sql[] =
+    "INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error,"
+    " applied, note)"
+    " SELECT e.id, e.status, u.status, u.worker, u.attempt, u.error, false,"
+    " 'reported after the cancel; not applied'"
+    " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[])"
+    "   WITH ORDINALITY AS u(id, attempt, status, worker, error, ord)"
+    " JOIN executions e ON e.id = u.id WHERE e.cancelled_by IS NOT NULL ORDER BY u.ord";
 /* clang-format on */
 
 /* The arrays of apply_sql, in parameter order ($9 and $10 come between A_STARTED and A_INC). */
@@ -305,12 +320,21 @@ enum {
     A_COUNT
 };
 
-/* The guard: every legal (from, to) pair into the statuses workers report. */
+/* The guard: every legal (from, to) pair into the statuses workers report; and cancelled,
+ * which a worker reports only for an execution the executor asked it to cancel. */
 static int guard_literals(char *from, char *to, size_t len)
 {
     static const exec_status_t reported[] = {EXEC_RUNNING, EXEC_COMPLETED, EXEC_FAILED,
                                              EXEC_TIMEOUT};
-    return trans_pairs_literal(reported, 4, from, to, len);
+    if (trans_pairs_literal(reported, 4, from, to, len) != 0)
+        return -1;
+    size_t f = strlen(from), t = strlen(to);
+    const char *add_from = "," EXEC_NAME_CANCELING "}", *add_to = "," EXEC_NAME_CANCELLED "}";
+    if (f < 2 || t < 2 || f + strlen(add_from) >= len || t + strlen(add_to) >= len)
+        return -1;
+    snprintf(from + f - 1, len - f + 1, "%s", add_from);
+    snprintf(to + t - 1, len - t + 1, "%s", add_to);
+    return 0;
 }
 
 static void add_round_message(pgarr_t *a, const result_msg_t *m)
@@ -329,8 +353,8 @@ static void add_round_message(pgarr_t *a, const result_msg_t *m)
 }
 
 /* One UPDATE for the messages of round `round`; marks those it applied. */
-static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char *err,
-                       size_t errlen)
+static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round,
+                       executor_stats_t *counts, char *err, size_t errlen)
 {
     pgarr_t a[A_COUNT];
     size_t *index = calloc(n, sizeof *index);
@@ -362,10 +386,52 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
         long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
         if (ord >= 1 && (size_t)ord <= k)
             msgs[index[ord - 1]].applied = true;
+        if (!PQgetisnull(res, r, 1))
+            metrics_hist_observe(&counts->submit_to_start, atof(PQgetvalue(res, r, 1)));
+        if (!PQgetisnull(res, r, 2))
+            metrics_hist_observe(&counts->start_to_end, atof(PQgetvalue(res, r, 2)));
     }
     PQclear(res);
     free(index);
     for (int i = 0; i < A_COUNT; i++)
+        pgarr_free(&a[i]);
+    return rc;
+}
+
+/* Reports that changed nothing, for executions somebody cancelled: kept in the history. */
+static int record_after_cancel(PGconn *db, const result_msg_t *msgs, size_t n,
+                               executor_stats_t *counts, char *err, size_t errlen)
+{
+    enum { NARRAYS = 5 };
+    pgarr_t a[NARRAYS];
+    for (int i = 0; i < NARRAYS; i++)
+        pgarr_init(&a[i]);
+    for (size_t i = 0; i < n; i++) {
+        const result_msg_t *m = &msgs[i];
+        if (m->in.reason[0] || m->applied)
+            continue;
+        pgarr_add_int(&a[0], m->execution_id);
+        pgarr_add_int(&a[1], m->attempt);
+        pgarr_add(&a[2], trans_status_name(m->target));
+        pgarr_add(&a[3], m->worker[0] ? m->worker : NULL);
+        pgarr_add(&a[4], m->error_text);
+    }
+    int rc = 0;
+    if (a[0].n > 0) {
+        const char *params[NARRAYS];
+        for (int i = 0; i < NARRAYS && rc == 0; i++)
+            if (!(params[i] = pgarr_text(&a[i]))) {
+                snprintf(err, errlen, "out of memory");
+                rc = -1;
+            }
+        PGresult *res = NULL;
+        if (rc == 0)
+            rc = db_exec(db, after_cancel_sql, NARRAYS, params, &res, err, errlen);
+        if (rc == 0)
+            counts->results_after_cancel += strtoull(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+    }
+    for (int i = 0; i < NARRAYS; i++)
         pgarr_free(&a[i]);
     return rc;
 }
@@ -482,8 +548,9 @@ static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *e
     return rc;
 }
 
-/* Unprocessable completions fail their attempt, the rounds are applied in order, and every
- * message that cannot be used or came from an older attempt becomes a dead letter. */
+/* Unprocessable completions fail their attempt, the rounds are applied in order, a report that
+ * changed nothing for a cancelled execution joins its history, and every message that cannot be
+ * used or came from an older attempt becomes a dead letter. */
 static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
     result_msg_t *msgs = b->items;
@@ -491,9 +558,10 @@ static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errle
     if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0)
         return -1;
     for (int r = 0; r < rounds; r++)
-        if (apply_round(db, msgs, b->n, r, err, errlen) != 0)
+        if (apply_round(db, msgs, b->n, r, &b->counts, err, errlen) != 0)
             return -1;
     if (note_older_attempts(db, msgs, b->n, err, errlen) != 0 ||
+        record_after_cancel(db, msgs, b->n, &b->counts, err, errlen) != 0 ||
         dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
         return -1;
     for (size_t i = 0; i < b->n; i++)

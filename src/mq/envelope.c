@@ -338,6 +338,18 @@ int cancel_from_payload(json_object *payload, cancel_request_t *out, char *err, 
     return 0;
 }
 
+json_object *cancel_to_payload(const cancel_request_t *c)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "execution_id", json_object_new_int64(c->execution_id));
+    json_object_object_add(o, "attempt", json_object_new_int(c->attempt));
+    json_object_object_add(o, "worker_id", json_object_new_string(c->worker_id));
+    json_object_object_add(o, "requested_by", json_object_new_string(c->requested_by));
+    return o;
+}
+
 /* ---- ids ---- */
 
 /* Kernel randomness; without it ids could collide, which nothing may rely on: abort. */

@@ -176,6 +176,7 @@ static void on_done(const runner_result_t *r, void *arg)
         w->stats.cancelled++;
     else
         w->stats.failed++;
+    health_observe(w, x->action_ref, r->duration_ms);
     log_kv(LOG_INFO, "execution finished", "worker", w->id, "execution_id", id, "action_ref",
            x->action_ref, "outcome", runner_outcome_name(r->outcome), "exit_code", code,
            "duration_ms", ms, "error", r->error, NULL);

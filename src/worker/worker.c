@@ -185,6 +185,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     worker_t *w = arg;
+    w->loop_beat_ms = now_mono_ms();
     subscriber_pump(&w->dispatch);
     subscriber_pump(&w->control);
     int rc = mq_pump(w->publisher);
@@ -286,7 +287,8 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory setting up the worker");
         return -1;
     }
-    return 0;
+    w->loop_beat_ms = now_mono_ms();
+    return health_start(w, err, errlen);
 }
 
 /* The runner first (its events are its own); freeing the base removes the worker's. */
@@ -303,6 +305,7 @@ static void teardown(worker_t *w)
     mq_destroy(w->publisher);
     execs_free(&w->execs);
     outbox_free(&w->outbox);
+    health_stop(w);
     evloop_base_free(w->base);
 }
 

@@ -8,7 +8,9 @@
 #include <event2/event.h>
 #include "warren/backoff.h"
 #include "warren/evloop.h"
+#include "warren/http.h"
 #include "warren/ids.h"
+#include "warren/metrics.h"
 #include "warren/mq.h"
 #include "warren/topology.h"
 #include "worker/execs.h"
@@ -72,6 +74,13 @@ typedef struct worker_stats {
     uint64_t control_resubscribes;
 } worker_stats_t;
 
+/* Handler durations by action for /metrics; actions beyond the table count as "other". */
+#define HEALTH_MAX_ACTIONS 64
+typedef struct handler_hist {
+    char action[ACTION_REF_MAX + 1];
+    metrics_hist_t h;
+} handler_hist_t;
+
 struct worker {
     worker_opts_t o;
     char id[WORKER_ID_MAX + 1];
@@ -104,6 +113,12 @@ struct worker {
     bool terminated;         /* the drain deadline passed: handlers were told to stop */
     bool heartbeats_failing; /* the last heartbeat was not published */
     worker_stats_t stats;
+    /* /livez, /readyz, /metrics on worker.http_listen (health.c) */
+    http_server_t *http;
+    metrics_registry_t metrics;
+    handler_hist_t durations[HEALTH_MAX_ACTIONS + 1]; /* the last one is "other" */
+    size_t n_durations;
+    int64_t loop_beat_ms;
 };
 
 /* worker.c */
@@ -115,6 +130,14 @@ void worker_kick(worker_t *w);
 void worker_kick_soon(worker_t *w);
 /* Leave the loop with exit_code. */
 void worker_finish(worker_t *w, int exit_code);
+
+/* health.c */
+/* Serve /livez, /readyz and /metrics on worker.http_listen (nothing when it is ""). -1 with
+ * err when the address cannot be used. */
+int health_start(worker_t *w, char *err, size_t errlen) WARN_UNUSED;
+void health_stop(worker_t *w);
+/* A handler ended: its duration into the action's histogram. */
+void health_observe(worker_t *w, const char *action_ref, int64_t duration_ms);
 
 /* subscriber.c */
 #define SUBSCRIBE_BASE_MS 250

@@ -14,12 +14,7 @@
 require_stack
 worker_env
 
-# The source tree's handlers and the test module test.wait.
-hdir="$TEST_TMP/handlers"
-mkdir "$hdir"
-ln -s "$WARREN_SOURCE_DIR"/handlers/core.* "$hdir/"
-ln -s "$WARREN_BUILD_DIR/tests/handlers/test_wait.so" "$hdir/"
-export WARREN__WORKER__HANDLERS_DIR=$hdir
+test_handlers_dir
 # One at a time, so a second dispatch is held while the first runs.
 export WARREN__WORKER__MAX_CONCURRENCY=1
 
@@ -60,10 +55,10 @@ publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.sleep "{\"seconds\": $sec
 wait_msg "$TOPO_RESULTS" "$(is_status "$id")" >/dev/null
 wait_until 5 pgrep -f "sleep $secs"
 pgid=$(ps -o pgid= -p "$(pgrep -f "sleep $secs" | head -n 1)" | tr -d ' ')
-[ -n "$pgid" ] && pgrep -g "$pgid" >/dev/null || fail "no process group for the handler"
+[ -n "$pgid" ] && pgroup_alive "$pgid" || fail "no process group for the handler"
 cancel "$id"
 t0=$(date +%s%N)
-wait_until 2 "! pgrep -g $pgid"
+wait_until 2 "! pgroup_alive $pgid"
 log "process group $pgid gone $((($(date +%s%N) - t0) / 1000000)) ms after the cancel"
 p=$(completion_of "$id")
 assert_eq "cancelled -1 15 null" "$(jq -r '"\(.status) \(.exit_code) \(.signal) \(.result)"' <<<"$p")" \

@@ -520,6 +520,18 @@ static void test_cancel_payload(void **state)
     assert_string_equal(c.requested_by, "ops");
     json_object_put(p);
 
+    /* What the executor sends is what the worker reads. */
+    cancel_request_t sent = {.execution_id = 9007199254740993LL, .attempt = 3};
+    snprintf(sent.worker_id, sizeof sent.worker_id, "w-2.x");
+    snprintf(sent.requested_by, sizeof sent.requested_by, "cli:ops");
+    p = cancel_to_payload(&sent);
+    assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
+    assert_true(c.execution_id == sent.execution_id);
+    assert_int_equal(c.attempt, 3);
+    assert_string_equal(c.worker_id, "w-2.x");
+    assert_string_equal(c.requested_by, "cli:ops");
+    json_object_put(p);
+
     p = json_tokener_parse("{\"execution_id\": \"7\", \"attempt\": 1, \"worker_id\": \"w1\"}");
     assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
     assert_int_equal(c.execution_id, 7);
