@@ -110,6 +110,38 @@ bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, 
     return false;
 }
 
+json_object *api_parse_json(const char *body, size_t len, int *code, char *err, size_t errlen)
+{
+    *code = 400;
+    size_t bad;
+    if (!utf8_valid(body, len, &bad)) {
+        snprintf(err, errlen, "the body is not valid UTF-8 (byte %zu)", bad);
+        return NULL;
+    }
+    json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+    if (!tok) {
+        *code = 503;
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *v = json_tokener_parse_ex(tok, body, (int)len);
+    enum json_tokener_error e = json_tokener_get_error(tok);
+    size_t used = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    const char *why = e != json_tokener_success                      ? json_tokener_error_desc(e)
+                      : !v                                           ? "null is not a submission"
+                      : len - used != strspn(body + used, " \t\r\n") ? "text after the JSON value"
+                      : jf_has_nul(v) ? "a string holds a NUL character (\\u0000)"
+                                      : NULL;
+    if (why) {
+        json_object_put(v);
+        snprintf(err, errlen, "malformed JSON: %s", why);
+        return NULL;
+    }
+    return v;
+}
+
 json_object *api_body_json(http_req_t *r)
 {
     const char *type = http_header(r, "Content-Type");
@@ -118,32 +150,11 @@ json_object *api_body_json(http_req_t *r)
         http_error(r, 415, "unsupported_media_type", "send the body as application/json");
         return NULL;
     }
-    size_t bad;
-    if (!utf8_valid(r->body, r->body_len, &bad)) {
-        http_error(r, 400, "bad_request", "the body is not valid UTF-8 (byte %zu)", bad);
-        return NULL;
-    }
-    json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
-    if (!tok) {
-        http_error(r, 503, "unavailable", "out of memory");
-        return NULL;
-    }
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    json_object *v = json_tokener_parse_ex(tok, r->body, (int)r->body_len);
-    enum json_tokener_error e = json_tokener_get_error(tok);
-    size_t used = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    const char *why = e != json_tokener_success ? json_tokener_error_desc(e)
-                      : !v                      ? "null is not a submission"
-                      : r->body_len - used != strspn(r->body + used, " \t\r\n")
-                          ? "text after the JSON value"
-                      : jf_has_nul(v) ? "a string holds a NUL character (\\u0000)"
-                                      : NULL;
-    if (why) {
-        json_object_put(v);
-        http_error(r, 400, "bad_request", "malformed JSON: %s", why);
-        return NULL;
-    }
+    int code;
+    char err[ERRBUF_SIZE];
+    json_object *v = api_parse_json(r->body, r->body_len, &code, err, sizeof err);
+    if (!v)
+        http_error(r, code, code == 503 ? "unavailable" : "bad_request", "%s", err);
     return v;
 }
 

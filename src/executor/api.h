@@ -28,6 +28,14 @@ bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, 
  * value in valid UTF-8 without NUL characters in strings. The caller puts the value. */
 json_object *api_body_json(http_req_t *r);
 
+/* body[0..len) as one JSON value in valid UTF-8 without NUL characters in strings (what
+ * api_body_json accepts). NULL with *code (400, or 503 when out of memory) and err. Pure. */
+json_object *api_parse_json(const char *body, size_t len, int *code, char *err, size_t errlen);
+
+/* A submission (an object) or a batch (an array of 1 to API_BATCH_MAX of them) checked and
+ * rewritten for q_submit: one object per submission appended to rows. -1 with err (a 400). */
+int api_submissions(json_object *in, json_object *rows, char *err, size_t errlen);
+
 /* The path parameter at i as an execution id; 400 when it is none. */
 bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen);
 

@@ -20,16 +20,17 @@
 
 /* ---- submit ---- */
 
-/* One submission checked and rewritten for q_submit into out (an array); -1 after a 400. */
-static int submission(http_req_t *r, json_object *in, size_t i, bool batch, json_object *out)
+/* One submission checked and rewritten for q_submit into out (an array); -1 with err. */
+static int submission(json_object *in, size_t i, bool batch, json_object *out, char *err,
+                      size_t errlen)
 {
-    char path[32], err[ERRBUF_SIZE];
+    char path[32];
     snprintf(path, sizeof path, "[%zu]", i);
-    jf_t f = {in, batch ? path : NULL, err, sizeof err};
+    const char *at = batch ? path : "", *sep = batch ? ": " : "";
+    jf_t f = {in, batch ? path : NULL, err, errlen};
     static const char *const known[] = {"action_ref", "params", "worker", "timeout_s", NULL};
     if (!json_object_is_type(in, json_type_object)) {
-        http_error(r, 400, "bad_request", "%s%sa submission is a JSON object, not %s",
-                   batch ? path : "", batch ? ": " : "", jf_kind(in));
+        snprintf(err, errlen, "%s%sa submission is a JSON object, not %s", at, sep, jf_kind(in));
         return -1;
     }
     json_object_object_foreach(in, key, val) {
@@ -38,10 +39,9 @@ static int submission(http_req_t *r, json_object *in, size_t i, bool batch, json
         for (size_t k = 0; known[k] && !ok; k++)
             ok = !strcmp(key, known[k]);
         if (!ok) {
-            http_error(r, 400, "bad_request",
-                       "%s%sunknown field '%.*s' (known: action_ref, "
-                       "params, worker, timeout_s)",
-                       batch ? path : "", batch ? ": " : "", utf8_prec(key, 64), key);
+            snprintf(err, errlen,
+                     "%s%sunknown field '%.*s' (known: action_ref, params, worker, timeout_s)", at,
+                     sep, utf8_prec(key, 64), key);
             return -1;
         }
     }
@@ -52,14 +52,12 @@ static int submission(http_req_t *r, json_object *in, size_t i, bool batch, json
     if (jf_string(&f, "action_ref", true, ACTION_REF_MAX, &action) < 0 ||
         jf_string(&f, "worker", false, WORKER_ID_MAX, &worker) < 0 ||
         jf_object(&f, "params", false, &params) < 0 ||
-        (has_timeout = jf_int(&f, "timeout_s", false, 1, INT32_MAX, &timeout)) < 0) {
-        http_error(r, 400, "bad_request", "%s", err);
+        (has_timeout = jf_int(&f, "timeout_s", false, 1, INT32_MAX, &timeout)) < 0)
         return -1;
-    }
     if (!ids_action_ref_valid(action) || (worker && !ids_worker_valid(worker))) {
-        http_error(r, 400, "bad_request", "%s%s%s", batch ? path : "", batch ? ": " : "",
-                   !ids_action_ref_valid(action) ? "action_ref: " IDS_ACTION_REF_RULE
-                                                 : "worker: " IDS_WORKER_RULE);
+        snprintf(err, errlen, "%s%s%s", at, sep,
+                 !ids_action_ref_valid(action) ? "action_ref: " IDS_ACTION_REF_RULE
+                                               : "worker: " IDS_WORKER_RULE);
         return -1;
     }
     json_object *row = json_object_new_object();
@@ -71,6 +69,21 @@ static int submission(http_req_t *r, json_object *in, size_t i, bool batch, json
     if (has_timeout == 1)
         json_object_object_add(row, "timeout_s", json_object_new_int64(timeout));
     json_object_array_add(out, row);
+    return 0;
+}
+
+int api_submissions(json_object *in, json_object *rows, char *err, size_t errlen)
+{
+    bool batch = json_object_is_type(in, json_type_array);
+    size_t n = batch ? json_object_array_length(in) : 1;
+    if (batch && (n == 0 || n > API_BATCH_MAX)) {
+        snprintf(err, errlen, "a batch holds 1 to %d submissions, not %zu", API_BATCH_MAX, n);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (submission(batch ? json_object_array_get_idx(in, i) : in, i, batch, rows, err,
+                       errlen) != 0)
+            return -1;
     return 0;
 }
 
@@ -102,16 +115,13 @@ static void submit(executor_t *x, http_req_t *r)
     if (!in)
         return;
     bool batch = json_object_is_type(in, json_type_array);
-    size_t n = batch ? json_object_array_length(in) : 1;
     json_object *rows = json_object_new_array();
+    char err[ERRBUF_SIZE];
     bool ok = rows != NULL;
-    if (batch && (n == 0 || n > API_BATCH_MAX)) {
-        http_error(r, 400, "bad_request", "a batch holds 1 to %d submissions, not %zu",
-                   API_BATCH_MAX, n);
+    if (ok && api_submissions(in, rows, err, sizeof err) != 0) {
+        http_error(r, 400, "bad_request", "%s", err);
         ok = false;
     }
-    for (size_t i = 0; ok && i < n; i++)
-        ok = submission(r, batch ? json_object_array_get_idx(in, i) : in, i, batch, rows) == 0;
     PGresult *res = NULL;
     if (ok) {
         const char *params[] = {json_object_to_json_string_ext(rows, JSON_C_TO_STRING_PLAIN), who};
