@@ -4,7 +4,8 @@
 # machine and creates the warren system user; then, as that user and from the installed files
 # only, `warren config check` passes, `warren migrate --status` reads the installed schema, the
 # installed units pass `systemd-analyze verify`, and a worker runs an executable and a C handler
-# from /usr/libexec/warren/handlers. The package is purged at the end.
+# from /usr/libexec/warren/handlers; what the Dockerfile runs from it (ENTRYPOINT, WARREN_CONFIG)
+# is in it. The package is purged at the end.
 # Needs root (CI runs as root). One package test runs at a time on a machine (a lock), since
 # the package is installed system-wide.
 WARREN_TEST_TIMEOUT=${WARREN_TEST_TIMEOUT:-280} # building the package takes a while
@@ -47,6 +48,12 @@ for f in ./usr/bin/warren ./usr/libexec/warren/handlers/core.echo ./usr/libexec/
     ./usr/lib/systemd/system/warren-migrate.service; do
     grep -qx "$f" <<<"$files" || fail "the package lacks $f"
 done
+
+# The container image (Dockerfile) installs this package: what it runs must be in it.
+entry=$(sed -n 's/^ENTRYPOINT //p' "$WARREN_SOURCE_DIR/Dockerfile" | jq -r '.[0]')
+grep -qx ".$entry" <<<"$files" || fail "the Dockerfile's ENTRYPOINT $entry is not in the package"
+image_conf=$(sed -n 's/^ENV WARREN_CONFIG=//p' "$WARREN_SOURCE_DIR/Dockerfile")
+grep -qx ".$image_conf" <<<"$files" || fail "the Dockerfile's WARREN_CONFIG $image_conf is not in the package"
 
 on_exit purge
 touch "$marker"

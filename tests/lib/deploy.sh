@@ -9,7 +9,7 @@ conf_value() {
     local key=$1 file=${2:-$WARREN_SOURCE_DIR/conf/warren.conf}
     shift $(($# < 2 ? $# : 2))
     env -i PATH="$PATH" "$@" "$WARREN_BIN" config check -c "$file" |
-        awk -v k="$key" '$1 == k { sub(/^[^=]*= /, ""); sub(/  # [a-z]+$/, ""); gsub(/^"|"$/, ""); print }'
+        awk -v k="$key" '$1 == k { sub(/^[^=]*= /, ""); sub(/  # (default|file|env).*$/, ""); gsub(/^"|"$/, ""); print }'
 }
 
 # worker_drain_bound_s [FILE] [VAR=VALUE...]: the longest a worker takes from SIGTERM to exit
