@@ -59,6 +59,8 @@ typedef struct mq_message {
     const char *correlation_id; /* optional */
     const char *type;           /* message type, e.g. "ExecutionRequested" */
     const char *execution_id;   /* optional; sent as header "execution_id" */
+    int attempt;                /* optional (0: none); sent as header "attempt" */
+    const char *action_ref;     /* optional; sent as header "action_ref" */
     bool mandatory;             /* unroutable -> MQ_ERR_RETURNED */
     int64_t expiration_ms;      /* per-message TTL; 0: none */
 } mq_message_t;

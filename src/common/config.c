@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "common/config_table.h"
 #include "warren/config.h"
+#include "warren/paths.h"
 
 extern char **environ;
 
@@ -430,6 +431,19 @@ static int load_env(warren_config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* Empty paths stand for the files shipped with the binary (warren/paths.h). */
+static int locate_files(warren_config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->worker.handlers_dir && *cfg->worker.handlers_dir)
+        return 0;
+    char *dir = strdup(paths_handlers_dir());
+    if (!dir)
+        return fail(err, errlen, "out of memory");
+    free(cfg->worker.handlers_dir);
+    cfg->worker.handlers_dir = dir;
+    return 0;
+}
+
 int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -442,7 +456,9 @@ int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
         path = getenv("WARREN_CONFIG");
     if (path && *path && load_file(cfg, path, err, errlen))
         return -1;
-    return load_env(cfg, err, errlen);
+    if (load_env(cfg, err, errlen))
+        return -1;
+    return locate_files(cfg, err, errlen);
 }
 
 void cfg_free(warren_config_t *cfg)

@@ -106,8 +106,10 @@ const cfg_key_t cfg_table[] = {
         "Executions run at once; also the consumer prefetch"),
     INT("worker.heartbeat_interval_s", worker.heartbeat_interval_s, "10", 1, 3600,
         "Seconds between heartbeats"),
-    STR("worker.handlers_dir", worker.handlers_dir, WARREN_HANDLERSDIR,
-        "Directory of exec handlers (executables named by action_ref) and C handlers (*.so)"),
+    STR("worker.handlers_dir", worker.handlers_dir, "",
+        "Directory of exec handlers (executables named by action_ref) and C handlers (*.so); "
+        "empty: found from the binary's location, PREFIX/libexec/warren/handlers when installed, "
+        "the checkout's handlers/ (and the C handlers built) when run from a build tree"),
     INT("worker.default_timeout_s", worker.default_timeout_s, "300", 1, 7 * 86400,
         "Handler timeout when neither the submission nor worker.action_timeouts names one"),
     CHECKED_STR("worker.action_timeouts", worker.action_timeouts, "", action_timeouts_check,

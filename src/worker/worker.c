@@ -227,8 +227,12 @@ static int setup_events(worker_t *w)
 
 static int setup_clients(worker_t *w)
 {
+    /* The app_id (and connection name) names this worker, so a report or a connection in the
+     * management UI says which worker sent it. */
+    char app_id[sizeof w->id + 16];
+    snprintf(app_id, sizeof app_id, "warren-worker/%s", w->id);
     mq_options_t mo;
-    mq_options_from_config(&mo, w->o.cfg, "warren-worker");
+    mq_options_from_config(&mo, w->o.cfg, app_id);
     mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channels */
     w->consumer = mq_new(&mo);
     w->control_client = mq_new(&mo);
