@@ -15,7 +15,7 @@
 
 extern char **environ;
 
-_Static_assert(sizeof(((warren_config_t *)0)->source) >= 64, "source array too small");
+_Static_assert(sizeof(((warren_config_t *)0)->source) >= CFG_KEYS_MAX, "source array too small");
 
 static void *field(warren_config_t *cfg, const cfg_key_t *k)
 {
@@ -452,8 +452,12 @@ int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
         if (set_from_text(cfg, &cfg_table[i], cfg_table[i].def, why, sizeof why))
             return fail(err, errlen, "built-in default of %s: %s", cfg_table[i].path, why);
     }
+    if (cfg_table_len > CFG_KEYS_MAX)
+        return fail(err, errlen, "the key table has more than CFG_KEYS_MAX rows");
     if (!path || !*path)
         path = getenv("WARREN_CONFIG");
+    if (path && *path && !(cfg->file = strdup(path)))
+        return fail(err, errlen, "out of memory");
     if (path && *path && load_file(cfg, path, err, errlen))
         return -1;
     if (load_env(cfg, err, errlen))
@@ -469,6 +473,95 @@ void cfg_free(warren_config_t *cfg)
             free(*slot);
             *slot = NULL;
         }
+    free(cfg->file);
+    cfg->file = NULL;
+}
+
+static bool same_value(const warren_config_t *a, const warren_config_t *b, const cfg_key_t *k)
+{
+    const void *pa = (const char *)a + k->offset, *pb = (const char *)b + k->offset;
+    switch (k->type) {
+    case CT_STRING: {
+        const char *sa = *(char *const *)pa, *sb = *(char *const *)pb;
+        return !strcmp(sa ? sa : "", sb ? sb : "");
+    }
+    case CT_INT: return get_int(a, k) == get_int(b, k);
+    case CT_BOOL: return *(const bool *)pa == *(const bool *)pb;
+    case CT_ENUM: return *(const int *)pa == *(const int *)pb;
+    }
+    return false;
+}
+
+void cfg_diff(const warren_config_t *running, const warren_config_t *loaded, cfg_diff_t *d)
+{
+    d->n_reload = d->n_restart = 0;
+    for (size_t i = 0; i < cfg_table_len && i < CFG_KEYS_MAX; i++) {
+        const cfg_key_t *k = &cfg_table[i];
+        if (same_value(running, loaded, k))
+            continue;
+        if (k->reloadable)
+            d->reload[d->n_reload++] = k->path;
+        else
+            d->restart[d->n_restart++] = k->path;
+    }
+}
+
+bool cfg_diff_reloads(const cfg_diff_t *d, const char *key)
+{
+    for (size_t i = 0; i < d->n_reload; i++)
+        if (!strcmp(d->reload[i], key))
+            return true;
+    return false;
+}
+
+bool cfg_reloadable(const char *key)
+{
+    const cfg_key_t *k = find_key(key, NULL);
+    return k && k->reloadable;
+}
+
+void cfg_keys_text(const char *const *keys, size_t n, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(buf + o, len - o, "%s%s", i ? ", " : "", keys[i]);
+        if (w < 0 || (size_t)w >= len - o) {
+            if (len > 4)
+                memcpy(buf + len - 4, "...", 4);
+            return;
+        }
+        o += (size_t)w;
+    }
+}
+
+/* Swap the values of every reloadable key: cfg gets the new ones, loaded the old
+ * (freed with it). Swapping strings needs no allocation, so this cannot fail half-way. */
+static void take_reloadable(warren_config_t *cfg, warren_config_t *loaded)
+{
+    for (size_t i = 0; i < cfg_table_len; i++) {
+        const cfg_key_t *k = &cfg_table[i];
+        if (!k->reloadable)
+            continue;
+        char tmp[sizeof(int64_t)];
+        memcpy(tmp, field(cfg, k), k->size);
+        memcpy(field(cfg, k), field(loaded, k), k->size);
+        memcpy(field(loaded, k), tmp, k->size);
+        cfg->source[i] = loaded->source[i];
+    }
+}
+
+int cfg_reload(warren_config_t *cfg, cfg_diff_t *d, char *err, size_t errlen)
+{
+    warren_config_t loaded;
+    if (cfg_load(&loaded, cfg->file, err, errlen) != 0) {
+        cfg_free(&loaded);
+        return -1;
+    }
+    cfg_diff(cfg, &loaded, d);
+    take_reloadable(cfg, &loaded);
+    cfg_free(&loaded);
+    return 0;
 }
 
 cfg_source_t cfg_source(const warren_config_t *cfg, const char *key)
@@ -697,9 +790,16 @@ void cfg_write_docs(FILE *out)
             "large is refused,\nnever wrapped. `@include` is not supported. `warren config check` "
             "prints the effective values,\nevery password masked, with where each came from "
             "(default, file or env).\n"
-            "Changing any key needs a restart.\n\n"
-            "| key | type | default | bounds / values | environment | description |\n"
-            "|---|---|---|---|---|---|\n");
+            "\n"
+            "The daemons (`warren executor`, `warren worker`) read the same file and environment "
+            "again on\nSIGHUP (`systemctl reload`): keys marked *yes* under reload take effect "
+            "at once, each where it\nis next used; a changed key marked *restart* is named in "
+            "one log line and keeps its running value\nuntil the daemon is restarted. A file "
+            "that does not load changes nothing: the error is logged\n(file, line, key) and the "
+            "daemon keeps its configuration. The environment is the process's own,\nfixed at "
+            "its start: a changed `EnvironmentFile` or container environment needs a restart.\n\n"
+            "| key | type | default | bounds / values | environment | reload | description |\n"
+            "|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < cfg_table_len; i++) {
         const cfg_key_t *k = &cfg_table[i];
         char bounds[128] = "", env[160];
@@ -709,7 +809,8 @@ void cfg_write_docs(FILE *out)
             choices_text(k, bounds, sizeof bounds);
         cfg_env_name(k->path, env, sizeof env);
         static const char *const types[] = {"string", "integer", "boolean", "enum"};
-        fprintf(out, "| `%s` | %s | `%s` | %s | `%s` | %s%s |\n", k->path, types[k->type], k->def,
-                bounds, env, k->help, k->secret ? " (secret: masked in `config check`)" : "");
+        fprintf(out, "| `%s` | %s | `%s` | %s | `%s` | %s | %s%s |\n", k->path, types[k->type],
+                k->def, bounds, env, k->reloadable ? "yes" : "restart", k->help,
+                k->secret ? " (secret: masked in `config check`)" : "");
     }
 }

@@ -19,7 +19,7 @@
 #include "warren/mq.h"
 
 typedef struct executor {
-    const warren_config_t *cfg; /* borrowed; the one source of every setting */
+    warren_config_t *cfg; /* borrowed; the one source of every setting, reloaded on SIGHUP */
     struct event_base *base;
     dbconn_t db;
     mq_client_t *pub;                            /* dispatches; never consumes */
@@ -28,7 +28,7 @@ typedef struct executor {
     sched_t sched;
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
-    struct event pump_ev, monitor_ev, stats_ev;
+    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev;
     evloop_signals_t signals;
     bool draining;
     uint64_t db_reconnects_seen; /* db.reconnects when the consumers last retried at once */

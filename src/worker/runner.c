@@ -752,6 +752,13 @@ static int runner_check_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+void runner_set_limits(runner_t *r, const runner_opts_t *opts)
+{
+    r->max_output_bytes = opts->max_output_bytes;
+    r->kill_grace_s = opts->kill_grace_s > 0 ? opts->kill_grace_s : 0;
+    r->default_timeout_s = opts->default_timeout_s;
+}
+
 runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err, size_t errlen)
 {
     if (runner_check_dir(opts->handlers_dir, err, errlen) < 0)
@@ -765,10 +772,8 @@ runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *e
     }
     r->wake_fd = -1;
     r->base = base;
-    r->max_output_bytes = opts->max_output_bytes;
     r->stderr_tail_bytes = opts->stderr_tail_bytes;
-    r->kill_grace_s = opts->kill_grace_s > 0 ? opts->kill_grace_s : 0;
-    r->default_timeout_s = opts->default_timeout_s;
+    runner_set_limits(r, opts);
     r->handlers_dir = strdup(opts->handlers_dir);
     r->handlers = handlers_new();
     r->ev_sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "warren/log.h"
+#include "warren/notify.h"
+#include "warren/reload.h"
 #include "warren/utf8.h"
 #include "warren/timestamp.h"
 #include "worker/worker_internal.h"
@@ -141,6 +143,7 @@ static void drain(worker_t *w, const char *signal_name)
     log_kv(LOG_INFO, "shutting down: no new dispatches, finishing running executions", "worker",
            w->id, "signal", signal_name, "running", running, "shutdown_timeout_s", timeout, NULL);
     w->phase = PHASE_DRAINING;
+    notify_stopping("draining: no new dispatches, finishing running executions");
     intake_requeue_held(w);
     reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
     (void)evloop_arm(&w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
@@ -206,6 +209,42 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     worker_kick(arg);
 }
 
+static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *id);
+
+/* SIGHUP: hand the reloadable keys on to what copied them at start. */
+static void apply_reload(void *arg, const cfg_diff_t *d)
+{
+    worker_t *w = arg;
+    worker_opts_t o;
+    opts_from(&o, w->cfg, w->id);
+    w->o.shutdown_timeout_s = o.shutdown_timeout_s;
+    w->o.runner.max_output_bytes = o.runner.max_output_bytes;
+    w->o.runner.kill_grace_s = o.runner.kill_grace_s;
+    w->o.runner.default_timeout_s = o.runner.default_timeout_s;
+    runner_set_limits(w->runner, &w->o.runner);
+    mq_reconfigure(w->consumer, w->cfg);
+    mq_reconfigure(w->control_client, w->cfg);
+    mq_reconfigure(w->publisher, w->cfg);
+    if (cfg_diff_reloads(d, "worker.heartbeat_interval_s")) {
+        w->o.heartbeat_interval_s = o.heartbeat_interval_s;
+        event_del(&w->ev_heartbeat);
+        if (evloop_every(&w->ev_heartbeat, w->base, (int64_t)w->o.heartbeat_interval_s * 1000,
+                         on_heartbeat, w) != 0)
+            log_kv(LOG_ERROR, "cannot restart the heartbeat timer", "worker", w->id, NULL);
+        /* At once: the executor judges staleness by the interval the last heartbeat named. */
+        reporter_heartbeat(w, "online");
+    }
+}
+
+static void on_reload(void *arg)
+{
+    worker_t *w = arg;
+    if (w->phase != PHASE_RUNNING) /* a drain's deadlines are set: a restart follows anyway */
+        log_kv(LOG_INFO, "SIGHUP ignored: draining", "worker", w->id, NULL);
+    else
+        (void)reload_config(w->cfg, apply_reload, w);
+}
+
 static int setup_events(worker_t *w)
 {
     evtimer_assign(&w->ev_retry, w->base, on_kick, w);
@@ -220,8 +259,10 @@ static int setup_events(worker_t *w)
         evloop_every(&w->ev_heartbeat, w->base, (int64_t)w->o.heartbeat_interval_s * 1000,
                      on_heartbeat, w) != 0 ||
         evloop_every(&w->ev_stats, w->base, STATS_INTERVAL_S * 1000, on_stats, w) != 0 ||
-        evloop_signals_init(&w->signals, w->base, on_stop, w) != 0)
+        evloop_signals_init(&w->signals, w->base, on_stop, w) != 0 ||
+        evloop_watchdog(&w->ev_watchdog, w->base) != 0)
         return -1;
+    evloop_signals_on_reload(&w->signals, on_reload);
     return 0;
 }
 
@@ -293,12 +334,13 @@ static void teardown(worker_t *w)
     evloop_base_free(w->base);
 }
 
-static int run(const worker_opts_t *opts)
+static int run(const worker_opts_t *opts, warren_config_t *cfg)
 {
     char err[ERRBUF_SIZE] = "";
     worker_t *w = calloc(1, sizeof *w);
     if (!w)
         return EXIT_RUNTIME;
+    w->cfg = cfg;
     int rc = EXIT_RUNTIME;
     if (setup(w, opts, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "worker cannot start", "worker", opts->id, "error", err, NULL);
@@ -307,6 +349,9 @@ static int run(const worker_opts_t *opts)
         snprintf(n, sizeof n, "%d", opts->max_concurrency);
         log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue, "max_concurrency",
                n, "handlers_dir", opts->runner.handlers_dir, "host", w->host, NULL);
+        char status[300];
+        snprintf(status, sizeof status, "subscribing to %s", w->queue);
+        notify_status(status);
         subscriber_start_later(&w->dispatch, 0);
         subscriber_start_later(&w->control, 0);
         if (w->phase != PHASE_DONE)
@@ -334,9 +379,12 @@ static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *
     };
 }
 
-int worker_run(const warren_config_t *cfg, const char *id)
+int worker_run(warren_config_t *cfg, const char *id)
 {
     worker_opts_t o;
     opts_from(&o, cfg, id);
-    return run(&o);
+    notify_init();
+    int rc = run(&o, cfg);
+    notify_close();
+    return rc;
 }

@@ -3,7 +3,7 @@
 # known and valid, the binary and /bin/kill present: checked in a root made of the install and
 # the host's own units, no running systemd needed) with no message at all, stay within an
 # exposure level of `systemd-analyze security --offline`, and agree with conf/warren.conf:
-# Type=notify, the installed config file, KillMode=mixed (only the daemon gets SIGTERM, so
+# Type=notify, reload by SIGHUP, the installed config file, KillMode=mixed (only the daemon gets SIGTERM, so
 # handlers are not killed before the drain) and a TimeoutStopSec above the drain's bound.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/deploy.sh"
@@ -40,6 +40,7 @@ bin=$(key warren-executor.service ExecStart | awk '{print $1}')
 for u in warren-executor.service warren-worker@.service; do
     assert_eq notify "$(key "$u" Type)" "$u Type"
     assert_eq mixed "$(key "$u" KillMode)" "$u KillMode"
+    assert_eq '/bin/kill -HUP $MAINPID' "$(key "$u" ExecReload)" "$u reload (SIGHUP)"
     assert_eq "-${conf%.conf}.env" "$(key "$u" EnvironmentFile)" "$u secrets file"
     for h in NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes ProtectHome=yes CapabilityBoundingSet=; do
         grep -qx "$h" "$u" || fail "$u lacks $h"
