@@ -209,7 +209,21 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     worker_kick(arg);
 }
 
-static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *id);
+static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *id)
+{
+    *o = (worker_opts_t){
+        .id = id,
+        .cfg = cfg,
+        .max_concurrency = cfg->worker.max_concurrency,
+        .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
+        .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
+        .runner = {.handlers_dir = cfg->worker.handlers_dir,
+                   .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
+                   .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
+                   .kill_grace_s = cfg->worker.kill_grace_s,
+                   .default_timeout_s = cfg->worker.default_timeout_s},
+    };
+}
 
 /* SIGHUP: hand the reloadable keys on to what copied them at start. */
 static void apply_reload(void *arg, const cfg_diff_t *d)
@@ -361,22 +375,6 @@ static int run(const worker_opts_t *opts, warren_config_t *cfg)
     teardown(w);
     free(w);
     return rc;
-}
-
-static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *id)
-{
-    *o = (worker_opts_t){
-        .id = id,
-        .cfg = cfg,
-        .max_concurrency = cfg->worker.max_concurrency,
-        .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
-        .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
-        .runner = {.handlers_dir = cfg->worker.handlers_dir,
-                   .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
-                   .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
-                   .kill_grace_s = cfg->worker.kill_grace_s,
-                   .default_timeout_s = cfg->worker.default_timeout_s},
-    };
 }
 
 int worker_run(warren_config_t *cfg, const char *id)
