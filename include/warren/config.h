@@ -119,6 +119,12 @@ void cfg_keys_text(const char *const *keys, size_t n, char *buf, size_t len);
  * others keep theirs until a restart; returns 0.
  */
 int cfg_reload(warren_config_t *cfg, cfg_diff_t *d, char *err, size_t errlen) WARN_UNUSED;
+/* cfg_reload in two steps, for a caller that checks the new configuration in between: load
+ * into *loaded (which the caller frees with cfg_free, also after a failure) and compare with
+ * cfg; then take loaded's values of the reloadable keys into cfg (loaded gets the old ones). */
+int cfg_reload_load(const warren_config_t *cfg, warren_config_t *loaded, cfg_diff_t *d, char *err,
+                    size_t errlen) WARN_UNUSED;
+void cfg_reload_take(warren_config_t *cfg, warren_config_t *loaded);
 /* Print every key, its effective value (secrets masked) and its source. */
 void cfg_print(const warren_config_t *cfg, FILE *out);
 /* Write docs/configuration.md (Markdown) generated from the table. */

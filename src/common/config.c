@@ -535,9 +535,17 @@ void cfg_keys_text(const char *const *keys, size_t n, char *buf, size_t len)
     }
 }
 
-/* Swap the values of every reloadable key: cfg gets the new ones, loaded the old
- * (freed with it). Swapping strings needs no allocation, so this cannot fail half-way. */
-static void take_reloadable(warren_config_t *cfg, warren_config_t *loaded)
+int cfg_reload_load(const warren_config_t *cfg, warren_config_t *loaded, cfg_diff_t *d, char *err,
+                    size_t errlen)
+{
+    if (cfg_load(loaded, cfg->file, err, errlen) != 0)
+        return -1;
+    cfg_diff(cfg, loaded, d);
+    return 0;
+}
+
+/* Swapping strings needs no allocation, so this cannot fail half-way. */
+void cfg_reload_take(warren_config_t *cfg, warren_config_t *loaded)
 {
     for (size_t i = 0; i < cfg_table_len; i++) {
         const cfg_key_t *k = &cfg_table[i];
@@ -554,14 +562,11 @@ static void take_reloadable(warren_config_t *cfg, warren_config_t *loaded)
 int cfg_reload(warren_config_t *cfg, cfg_diff_t *d, char *err, size_t errlen)
 {
     warren_config_t loaded;
-    if (cfg_load(&loaded, cfg->file, err, errlen) != 0) {
-        cfg_free(&loaded);
-        return -1;
-    }
-    cfg_diff(cfg, &loaded, d);
-    take_reloadable(cfg, &loaded);
+    int rc = cfg_reload_load(cfg, &loaded, d, err, errlen);
+    if (rc == 0)
+        cfg_reload_take(cfg, &loaded);
     cfg_free(&loaded);
-    return 0;
+    return rc;
 }
 
 cfg_source_t cfg_source(const warren_config_t *cfg, const char *key)

@@ -181,10 +181,11 @@ static void apply_reload(void *arg, const cfg_diff_t *d)
 static void on_reload(void *arg)
 {
     executor_t *x = arg;
+    const reload_hooks_t hooks = {.apply = apply_reload, .arg = x};
     if (x->draining) /* the loop is about to end: nothing would use it */
         log_kv(LOG_INFO, "SIGHUP ignored: draining", NULL);
     else
-        (void)reload_config(x->cfg, apply_reload, x);
+        (void)reload_config(x->cfg, &hooks);
 }
 
 /* ---- start-up ---- */

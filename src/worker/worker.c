@@ -253,10 +253,11 @@ static void apply_reload(void *arg, const cfg_diff_t *d)
 static void on_reload(void *arg)
 {
     worker_t *w = arg;
+    const reload_hooks_t hooks = {.apply = apply_reload, .arg = w};
     if (w->phase != PHASE_RUNNING) /* a drain's deadlines are set: a restart follows anyway */
         log_kv(LOG_INFO, "SIGHUP ignored: draining", "worker", w->id, NULL);
     else
-        (void)reload_config(w->cfg, apply_reload, w);
+        (void)reload_config(w->cfg, &hooks);
 }
 
 static int setup_events(worker_t *w)

@@ -1,5 +1,6 @@
 /* SIGHUP's half in the config module: which keys changed and which reload, on the whole table;
- * a reload takes the reloadable ones, keeps the rest, and a bad file changes nothing. */
+ * a reload takes the reloadable ones, keeps the rest, and a bad file changes nothing; the
+ * daemon's hooks around it (reload.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 #include "common/config_table.h"
 #include "warren/config.h"
+#include "warren/reload.h"
 
 /* The keys a running daemon takes on SIGHUP. A change to this list is a change to what the
  * daemons must hand on in their reload step (executor.c, worker.c): make it on purpose. */
@@ -241,6 +243,56 @@ static void test_bad_file_changes_nothing(void **state)
     cfg_free(&cfg);
 }
 
+typedef struct hook_calls {
+    int prepared, applied;
+    size_t changed;
+    bool refuse;
+} hook_calls_t;
+
+static int prepare(void *arg, const warren_config_t *loaded, char *err, size_t errlen)
+{
+    hook_calls_t *c = arg;
+    c->prepared++;
+    assert_int_equal(loaded->executor.batch_size, 9); /* the new value, before it is taken */
+    if (c->refuse)
+        snprintf(err, errlen, "%s: refused by the daemon", loaded->file);
+    return c->refuse ? -1 : 0;
+}
+
+static void apply(void *arg, const cfg_diff_t *d)
+{
+    hook_calls_t *c = arg;
+    c->applied++;
+    c->changed = d->n_reload;
+}
+
+/* The daemon's hooks: prepare can refuse the whole reload; apply runs after every one taken. */
+static void test_reload_hooks(void **state)
+{
+    (void)state;
+    warren_config_t cfg;
+    char err[512] = "";
+    write_file("executor = { batch_size = 5; };\n");
+    assert_int_equal(cfg_load(&cfg, conf_path, err, sizeof err), 0);
+    write_file("executor = { batch_size = 9; };\n");
+    hook_calls_t calls = {.refuse = true};
+    const reload_hooks_t hooks = {.prepare = prepare, .apply = apply, .arg = &calls};
+    assert_int_equal(reload_config(&cfg, &hooks), -1);
+    assert_int_equal(cfg.executor.batch_size, 5);
+    assert_int_equal(calls.prepared, 1);
+    assert_int_equal(calls.applied, 0);
+    calls.refuse = false;
+    assert_int_equal(reload_config(&cfg, &hooks), 1);
+    assert_int_equal(cfg.executor.batch_size, 9);
+    assert_int_equal(calls.applied, 1);
+    assert_int_equal(calls.changed, 1);
+    /* nothing changed: apply still runs (what a key names may have changed) */
+    assert_int_equal(reload_config(&cfg, &hooks), 0);
+    assert_int_equal(calls.applied, 2);
+    assert_int_equal(calls.changed, 0);
+    cfg_free(&cfg);
+}
+
 static void test_docs_say_what_reloads(void **state)
 {
     (void)state;
@@ -265,6 +317,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_diff_in_table_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reload_takes_reloadable_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_file_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reload_hooks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_docs_say_what_reloads, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
