@@ -25,6 +25,7 @@ typedef struct probe {
     int count, batch, interval_ms, duration_s, timeout_ms;
     bool mandatory, nack;
     const char *queue, *type, *execution_id, *correlation_id, *id_prefix, *passive;
+    const char *body, *user_id;
     int64_t expiration_ms;
 } probe_t;
 
@@ -38,6 +39,8 @@ static void usage(void)
             "  -m                mandatory\n"
             "  -q QUEUE          queue to consume\n"
             "  -T TYPE -E EXECUTION_ID -C CORRELATION_ID -I ID_PREFIX -x EXPIRATION_MS\n"
+            "  -B BODY           publish: this body (default {\"probe\":true})\n"
+            "  -U USER           publish: claim this user_id instead of the login user's\n"
             "  -t MS             consume: wait per delivery (default 5000)\n"
             "  -P QUEUE          publish: first a passive queue.declare through mq_conn(), as\n"
             "                    topology code does, without mq_reopen_channel() afterwards\n"
@@ -62,7 +65,7 @@ static int parse(int argc, char **argv, probe_t *p)
     p->duration_s = 10;
     p->timeout_ms = 5000;
     int ch;
-    while ((ch = getopt_long(argc, argv, "u:n:b:mq:T:E:C:I:x:t:P:i:d:f:s:o:c:p:H:", longopts,
+    while ((ch = getopt_long(argc, argv, "u:n:b:mq:T:E:C:I:x:t:P:i:d:f:s:o:c:p:H:B:U:", longopts,
                              NULL)) != -1) {
         switch (ch) {
         case 'u': p->opts.url = optarg; break;
@@ -78,6 +81,8 @@ static int parse(int argc, char **argv, probe_t *p)
         case 't': p->timeout_ms = atoi(optarg); break;
         case 'P': p->passive = optarg; break;
         case 'N': p->nack = true; break;
+        case 'B': p->body = optarg; break;
+        case 'U': p->user_id = optarg; break;
         case 'i': p->interval_ms = atoi(optarg); break;
         case 'd': p->duration_s = atoi(optarg); break;
         case 'f': p->opts.breaker_failure_threshold = atoi(optarg); break;
@@ -107,8 +112,8 @@ static int target(char *spec, mq_message_t *m)
 static void fill_message(const probe_t *p, mq_message_t *m, char *id, size_t idlen, int seq)
 {
     static const char body[] = "{\"probe\":true}";
-    m->body = body;
-    m->body_len = sizeof body - 1;
+    m->body = p->body ? p->body : body;
+    m->body_len = p->body ? strlen(p->body) : sizeof body - 1;
     m->mandatory = p->mandatory;
     m->type = p->type;
     m->execution_id = p->execution_id;
@@ -170,6 +175,14 @@ static int run_publish(mq_client_t *c, const probe_t *p, int argc, char **argv)
     int failures = 0, seq = 0;
     if (p->passive && passive_declare(c, p->passive) != 0)
         return EXIT_RUNTIME;
+    char err[ERRBUF_SIZE];
+    if (p->user_id) { /* what a thief of another worker's reports would try */
+        if (mq_connect(c, err, sizeof err) != 0) {
+            printf("connect status=connection error=%s\n", err);
+            return EXIT_RUNTIME;
+        }
+        snprintf(c->user, sizeof c->user, "%s", p->user_id);
+    }
     for (int i = 0; i < argc; i++) {
         mq_message_t proto = {0};
         if (target(argv[i], &proto) != 0) {

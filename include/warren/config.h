@@ -30,6 +30,13 @@ typedef struct warren_config {
         int connect_timeout_ms;
         int publish_timeout_ms; /* bound on every publish + confirm */
         struct {
+            char *ca_file;   /* trusted CAs (PEM) for verify_peer */
+            char *cert_file; /* client certificate (PEM), "" for none */
+            char *key_file;  /* its private key (PEM, unencrypted) */
+            bool verify_peer;
+            bool verify_hostname;
+        } tls; /* amqps:// URLs only */
+        struct {
             bool enabled;
             char *exchange;
             char *queue;
@@ -44,6 +51,9 @@ typedef struct warren_config {
             char *heartbeats;
         } queues;
     } rabbitmq; /* key prefix: message_queue.rabbitmq */
+    struct {
+        int max_body_bytes; /* a consumed body over this is recorded by its prefix, never held */
+    } message_queue;
     struct {
         struct {
             int failure_threshold;
@@ -65,7 +75,19 @@ typedef struct warren_config {
         int running_grace_s;           /* running past its timeout + this, no result: abandoned */
         int monitor_interval_s;        /* timeout monitor period; 0 disables it */
         int dlq_retry_delay_ms;        /* delay before retrying a dead letter after a DB error */
+        int worker_identity;           /* ident_mode_t: 0 shared, 1 per_worker */
     } executor;
+    struct {
+        char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
+        char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
+        char *keys_file; /* one key per line: NAME SCOPE SECRET */
+        bool auth_reads; /* reads need a key too */
+        int max_body_bytes;
+        int max_connections;
+        int max_header_bytes;
+        int read_timeout_s;
+        int idle_timeout_s;
+    } api;
     struct {
         char *name; /* "" -> WARREN_WORKER_NAME or host name */
         int max_concurrency;
@@ -76,9 +98,13 @@ typedef struct warren_config {
         int kill_grace_s;
         int shutdown_timeout_s;
         int max_output_bytes;
+        char *http_listen; /* host:port of /livez, /readyz, /metrics; "" disables it */
     } worker;
     unsigned char source[96]; /* cfg_source_t per table row; managed by config.c */
     char *file;               /* the file read (NULL: none), read again by cfg_reload */
+    /* The WARREN__* environment as cfg_load found it, which cfg_reload reads again: a process's
+     * environment is fixed at its start, and the worker clears its own once loaded. */
+    char **env;
 } warren_config_t;
 
 /* Room for every key of the table (config.c checks it). */
@@ -113,7 +139,8 @@ bool cfg_reloadable(const char *key);
 /* "a, b, c" of n key paths into buf (cut with "..." when it does not fit). */
 void cfg_keys_text(const char *const *keys, size_t n, char *buf, size_t len);
 /*
- * Load cfg's file again (cfg->file) and the environment, as cfg_load did at start. When that
+ * Load cfg's file again (cfg->file) and the environment it was loaded with (cfg->env, not the
+ * process's environment of now), as cfg_load did at start. When that
  * fails, cfg is left as it was and -1 returns with the error as cfg_load writes it. Otherwise
  * d lists what changed, the reloadable keys take their new values (and sources) in cfg, and the
  * others keep theirs until a restart; returns 0.

@@ -83,8 +83,16 @@ typedef struct cancel_request {
 /* execution_id may be a JSON integer or a string of digits, as in a dispatch. */
 int cancel_from_payload(json_object *payload, cancel_request_t *out, char *err,
                         size_t errlen) WARN_UNUSED;
+/* A new object the caller owns (json_object_put): what cancel_from_payload reads back. */
+json_object *cancel_to_payload(const cancel_request_t *c);
 
 /* A new random message id (UUID v4 text) into buf of at least 37 bytes. */
 void envelope_new_id(char *buf, size_t len);
+
+/* A new incarnation for this worker process (ids.h: INCARNATION_LEN lowercase hex characters from
+ * 16 random bytes) into buf of at least INCARNATION_LEN + 1 bytes. It is sent as the payload
+ * field `incarnation` of every heartbeat, status and completion of that process, so the
+ * executor can tell a restarted worker of the same name from the one before. */
+void envelope_new_incarnation(char *buf, size_t len);
 
 #endif

@@ -32,10 +32,25 @@ const char *mq_status_name(int status);
  * refused it (nacked, returned, channel closed) or it was never written (connection, breaker). */
 bool mq_status_maybe_delivered(int status);
 
-/* Zero or negative numbers mean "use the default" (timeouts 5000 ms, breaker 5 / 2 / 30 s),
- * except heartbeat_s 0 (no heartbeats) and prefetch 0 (unlimited). */
+/* TLS for amqps:// URLs (an amqp:// URL ignores it). Files are read at every connect, so
+ * renewed certificates are picked up by the next reconnect. NULL or "" means none. */
+typedef struct mq_tls {
+    const char *ca_file;   /* trusted CAs (PEM); needed when verify_peer */
+    const char *cert_file; /* client certificate (PEM); with key_file or not at all */
+    const char *key_file;  /* its private key (PEM, unencrypted) */
+    bool verify_peer;
+    bool verify_hostname;
+} mq_tls_t;
+
+/* A body over the limit is never held whole: a delivery keeps only this many first bytes. */
+#define MQ_BODY_PREFIX_BYTES 4096
+#define MQ_DEFAULT_MAX_BODY_BYTES (1024 * 1024)
+
+/* Zero or negative numbers mean "use the default" (timeouts 5000 ms, breaker 5 / 2 / 30 s,
+ * max_body_bytes MQ_DEFAULT_MAX_BODY_BYTES), except heartbeat_s 0 (no heartbeats) and prefetch 0
+ * (unlimited). */
 typedef struct mq_options {
-    const char *url; /* amqp://user:pass@host:port/vhost */
+    const char *url; /* amqp://user:pass@host:port/vhost or amqps://... (TLS, see tls) */
     int heartbeat_s;
     int connect_timeout_ms;
     int publish_timeout_ms;
@@ -43,13 +58,27 @@ typedef struct mq_options {
     int breaker_failure_threshold;
     int breaker_success_threshold;
     int breaker_open_timeout_s;
-    const char *app_id; /* "warren-executor", "warren-worker" */
+    size_t max_body_bytes; /* a delivered body over this is read and dropped as it arrives */
+    const char *app_id;    /* "warren-executor", "warren-worker" */
+    mq_tls_t tls;
 } mq_options_t;
 
+/* RabbitMQ user names as warren handles them (the broker allows longer ones). */
+#define MQ_USER_MAX 255
+/* The broker user an AMQP URL logs in as ("guest" when it names none) into buf. 0, or -1 when
+ * the URL cannot be parsed or the name does not fit. */
+int mq_url_user(const char *url, char *buf, size_t len) WARN_UNUSED;
+
 void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const char *app_id);
+/* What a connect would refuse before any I/O: an unparsable URL and, for amqps://, TLS files
+ * that are missing, unreadable or do not go together (a certificate without its key, an
+ * encrypted key). Lets a daemon refuse to start instead of retrying a connect that cannot
+ * succeed. 0, or -1 with the reason in err. */
+int mq_check_options(const mq_options_t *o, char *err, size_t errlen) WARN_UNUSED;
 
 /* One message to publish. Every publish carries content_type application/json, persistent
- * delivery, a message_id, a timestamp (seconds) and app_id; the fields below add the rest. */
+ * delivery, a message_id, a timestamp (seconds), app_id and user_id (the broker user the
+ * connection logged in as, which RabbitMQ validates); the fields below add the rest. */
 typedef struct mq_message {
     const char *exchange;
     const char *routing_key;
@@ -68,15 +97,21 @@ typedef struct mq_message {
 /* A delivered message. The caller owns it and frees it with mq_free_delivery(); it stays valid
  * across later calls (also after a reconnect). delivery_tag is opaque: it also names the channel
  * incarnation, so mq_ack() refuses a tag from a channel that has been reopened since (the broker
- * has requeued that message) instead of acking a different message. */
+ * has requeued that message) instead of acking a different message. An oversized delivery (body
+ * over max_body_bytes) holds only the first MQ_BODY_PREFIX_BYTES of its body; the rest was read
+ * off the connection and dropped as it came, so it cannot be used, only recorded and settled. */
 typedef struct mq_delivery {
     uint64_t delivery_tag;
     bool redelivered;
     char *exchange, *routing_key, *consumer_tag;
     char *message_id, *correlation_id, *type, *content_type;
+    char *user_id;     /* the publisher's broker user as RabbitMQ validated it; NULL if absent */
     int64_t timestamp; /* seconds; 0 if absent */
     void *body;
-    size_t body_len;
+    size_t body_len;      /* bytes at body: the whole body, or only its prefix when oversized */
+    uint64_t body_size;   /* the body's size as the broker announced it */
+    bool oversized;       /* body_size > body_limit: body is the prefix */
+    size_t body_limit;    /* the client's max_body_bytes when it was read */
     amqp_table_t headers; /* raw headers (x-death etc.); valid until freed */
 } mq_delivery_t;
 
@@ -131,6 +166,9 @@ int mq_consume(mq_client_t *c, const char *queue, char *err, size_t errlen) WARN
  */
 int mq_consume_next(mq_client_t *c, int timeout_ms, mq_delivery_t **out) WARN_UNUSED;
 void mq_free_delivery(mq_client_t *c, mq_delivery_t *d);
+/* Why an oversized delivery cannot be used, for a log line or a dead letter's error: "body of N
+ * bytes exceeds message_queue.max_body_bytes (M); only its first K bytes were kept". */
+void mq_oversized_text(const mq_delivery_t *d, char *buf, size_t len);
 /*
  * Stop consuming: basic.cancel, waiting (bounded) for cancel-ok. Deliveries the broker sent
  * before it saw the cancel are still handed out by mq_consume_next(), which then returns

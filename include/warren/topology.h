@@ -34,6 +34,11 @@ int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *
 int topo_declare_control(mq_client_t *c, const warren_config_t *cfg, const char *worker_id,
                          char *err, size_t errlen) WARN_UNUSED;
 
+/* Messages ready in queue (a passive declare: unacked deliveries are not counted), on a
+ * connected client; -1 with err when it is not connected or the queue is missing. */
+int topo_queue_messages(mq_client_t *c, const char *queue, int64_t *messages, char *err,
+                        size_t errlen) WARN_UNUSED;
+
 /* Compare the live broker (via passive declares and the management API when mgmt_url is
  * given) with the configuration; print one line per drift to out. Returns the number of
  * drifts found, or -1 when the broker cannot be inspected. worker_ids may be NULL. */

@@ -18,6 +18,7 @@ int cmd_submit(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_workers(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
 
 /*
  * Load the configuration for a command: -c FILE / WARREN_CONFIG, defaults, environment.
@@ -56,6 +57,10 @@ typedef struct cli_spec {
  * configuration file (NULL when not given) in *config and the operand (if any) in *operand. */
 int cli_parse(const cli_spec_t *s, int argc, char **argv, const char **config,
               const char **operand);
+/* cli_parse for `warren CMD ID [--json]` (get, cancel): the operand must be an execution id, a
+ * positive whole number. */
+int cli_parse_id(const char *cmd, const char *usage, int argc, char **argv, const char **config,
+                 bool *json, const char **id);
 /* Report a usage error found after parsing; returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *usage, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

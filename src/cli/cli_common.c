@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "cli/cli.h"
+#include "cli/cli_fmt.h"
 #include "warren/log.h"
 #include "warren/version.h"
 
@@ -99,6 +100,20 @@ int cli_parse(const cli_spec_t *s, int argc, char **argv, const char **config, c
         return -1;
     }
     return 0;
+}
+
+int cli_parse_id(const char *cmd, const char *usage, int argc, char **argv, const char **config,
+                 bool *json, const char **id)
+{
+    const cli_option_t options[] = {{"json", 'j', .flag = json}};
+    const cli_spec_t spec = {cmd, usage, options, CLI_COUNT(options), "ID"};
+    int rc = cli_parse(&spec, argc, argv, config, id);
+    int64_t v;
+    if (rc == 0 && cli_parse_int64(*id, 1, INT64_MAX, &v) != 0) {
+        cli_usage_error(cmd, usage, "an execution id is a positive whole number");
+        return -1;
+    }
+    return rc;
 }
 
 int cli_parsed_exit(int parsed, void (*usage)(FILE *out))

@@ -5,7 +5,9 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/cli_db.h"
+#include "cli/cli_api.h"
 #include "cli/cli_fmt.h"
+#include "warren/queries.h"
 
 static const char get_usage_line[] = "warren get ID [--json] [-c FILE]";
 
@@ -29,6 +31,9 @@ static void get_usage(FILE *out)
             "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
             "  -h, --help         show this help\n"
             "\n"
+            "With WARREN_API_URL set it asks the executor's HTTP API (WARREN_API_KEY: the key)\n"
+            "instead of the database; --json prints the same document either way.\n"
+            "\n"
             "Exit codes: 0 ok, 1 no such execution or a database error, 2 usage or\n"
             "configuration error.\n",
             get_usage_line);
@@ -37,27 +42,12 @@ static void get_usage(FILE *out)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int get_parse(int argc, char **argv, get_opts_t *o)
 {
-    const cli_option_t options[] = {{"json", 'j', .flag = &o->json}};
-    const cli_spec_t spec = {"get", get_usage_line, options, CLI_COUNT(options), "ID"};
-    int rc = cli_parse(&spec, argc, argv, &o->config, &o->id);
-    int64_t id;
-    if (rc == 0 && cli_parse_int64(o->id, 1, INT64_MAX, &id) != 0) {
-        cli_usage_error("get", get_usage_line, "an execution id is a positive whole number");
-        return -1;
-    }
-    return rc;
+    return cli_parse_id("get", get_usage_line, argc, argv, &o->config, &o->json, &o->id);
 }
 
-/* The row, its history and its dead letters as one JSON document built by the server, so
- * every column (also ones added by later migrations) comes out with its JSON type. */
-static const char get_json_sql[] =
-    "SELECT (to_jsonb(e) || jsonb_build_object('wait_reason', warren_wait_reason(e, $2::int),"
-    " 'events', coalesce((SELECT jsonb_agg(to_jsonb(v) - 'execution_id' ORDER BY v.id)"
-    "   FROM execution_events v WHERE v.execution_id = e.id), '[]'),"
-    " 'dead_letters', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'body' - 'headers' ORDER BY d.id)"
-    "   FROM dead_letters d WHERE d.execution_id = e.id), '[]')))::text AS doc "
-    "FROM executions e WHERE id = $1";
-
+/* With --json: the row, its history and its dead letters as one JSON document built by the
+ * server (warren/queries.h), so every column (also ones added by later migrations) comes out
+ * with its JSON type, the same document the API answers. */
 /* clang-format off */
 /* Timestamps read as "2024-05-01 12:00:00.123 UTC" in the session's time zone. */
 #define TS(col) "to_char(" col ", 'YYYY-MM-DD HH24:MI:SS.MS TZ')"
@@ -169,7 +159,7 @@ static int get_run(PGconn *db, const warren_config_t *cfg, const void *opts)
     char factor[16];
     snprintf(factor, sizeof factor, "%d", cfg->executor.heartbeat_stale_factor);
     const char *params[] = {o->id, factor};
-    PGresult *res = cli_db_query(db, "get", o->json ? get_json_sql : get_text_sql, 2, params);
+    PGresult *res = cli_db_query(db, "get", o->json ? q_execution_doc : get_text_sql, 2, params);
     if (!res)
         return EXIT_RUNTIME;
     if (PQntuples(res) == 0) {
@@ -190,5 +180,7 @@ int cmd_get(int argc, char **argv)
 {
     get_opts_t o = {0};
     int parsed = get_parse(argc, argv, &o);
+    if (parsed == 0 && cli_api_url())
+        return cli_api_get(o.id, o.json);
     return cli_db_command("get", parsed, get_usage, o.config, get_run, &o);
 }

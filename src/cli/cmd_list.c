@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include "cli/cli.h"
 #include "cli/cli_db.h"
+#include "cli/cli_api.h"
 #include "cli/cli_fmt.h"
+#include "warren/queries.h"
 #include "warren/utf8.h"
 
 #define LIST_DEFAULT_LIMIT "20"
@@ -34,6 +36,9 @@ static void list_usage(FILE *out)
             "  -j, --json         print a JSON array of the rows\n"
             "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
             "  -h, --help         show this help\n"
+            "\n"
+            "With WARREN_API_URL set it asks the executor's HTTP API (WARREN_API_KEY: the key)\n"
+            "instead of the database; --json prints the same array either way.\n"
             "\n"
             "Exit codes: 0 ok, 1 database error, 2 usage or configuration error.\n",
             list_usage_line, cli_status_list(), cli_status_final_list(), LIST_MAX_LIMIT,
@@ -71,10 +76,6 @@ static int list_parse(int argc, char **argv, list_opts_t *o)
     "SELECT * FROM executions WHERE ($1::text IS NULL OR status = $1) "                            \
     "ORDER BY created_at DESC, id DESC LIMIT $2::integer"
 
-static const char list_json_sql[] =
-    "SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.created_at DESC, e.id DESC), '[]')::text "
-    "AS doc FROM (" LIST_ROWS ") e";
-
 static const char list_text_sql[] =
     "SELECT id, action_ref, status, coalesce(worker, 'pinned:' || pinned_worker), attempt,"
     " extract(epoch FROM now() - created_at) AS age_s,"
@@ -88,13 +89,19 @@ static int list_run(PGconn *db, const warren_config_t *cfg, const void *opts)
     static const char *const head[] = {"ID",      "ACTION", "STATUS", "WORKER",
                                        "ATTEMPT", "AGE",    "RUN",    "ERROR OR WAIT REASON"};
     const list_opts_t *o = opts;
+    if (o->json) { /* the API's statement: newest first by id, the same document */
+        const char *params[] = {o->status, NULL, NULL, NULL, NULL, o->limit};
+        return cli_db_show(db, "list", true, q_execution_list, NULL, 6, params, head);
+    }
     const char *params[] = {o->status, o->limit};
-    return cli_db_show(db, "list", o->json, list_json_sql, list_text_sql, 2, params, head);
+    return cli_db_show(db, "list", false, NULL, list_text_sql, 2, params, head);
 }
 
 int cmd_list(int argc, char **argv)
 {
     list_opts_t o = {0};
     int parsed = list_parse(argc, argv, &o);
+    if (parsed == 0 && cli_api_url())
+        return cli_api_list(o.status, o.limit, o.json);
     return cli_db_command("list", parsed, list_usage, o.config, list_run, &o);
 }

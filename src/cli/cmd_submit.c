@@ -1,29 +1,36 @@
 /* `warren submit`: insert a requested execution and, with --wait, follow it to its outcome. */
-#include <getopt.h>
 #include <inttypes.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <json-c/json.h>
 #include "cli/cli.h"
+#include "cli/cli_api.h"
 #include "cli/cli_db.h"
 #include "cli/cli_fmt.h"
 #include "warren/ids.h"
+#include "warren/queries.h"
 #include "warren/utf8.h"
 
 /* How often --wait looks at the row. A primary-key lookup every 100 ms costs the database
  * next to nothing and keeps the added latency small; LISTEN/NOTIFY would need a trigger in
  * the schema for a saving nobody would notice. */
 #define SUBMIT_POLL_MS 100
+/* --params-file: beyond this it could never be dispatched (the envelope's limit is 1 MiB). */
+#define PARAMS_FILE_MAX (16 * 1024 * 1024)
 
 static const char submit_usage_line[] =
-    "warren submit ACTION_REF [--params JSON] [--worker ID] [--timeout S] "
+    "warren submit ACTION_REF [--params JSON | --params-file FILE|-] [--worker ID] [--timeout S] "
     "[--wait [--wait-timeout S]] [--json] [-c FILE]";
 
 typedef struct submit_opts {
     const char *config;
     const char *action;
     const char *params;
+    const char *params_file; /* "-": standard input */
+    char *params_read;       /* what --params-file read; freed by cmd_submit */
     const char *worker;
     const char *timeout_s;    /* validated text, passed to SQL as is */
     const char *wait_timeout; /* --wait-timeout as given */
@@ -41,6 +48,9 @@ static void submit_usage(FILE *out)
             "Prints the new execution id (the whole row with --json).\n"
             "\n"
             "  -p, --params JSON      handler parameters, a JSON object (default {})\n"
+            "  -f, --params-file FILE the parameters from FILE, or standard input for -\n"
+            "                         (for params beyond the 128 KiB a command-line argument\n"
+            "                         may hold)\n"
             "  -w, --worker ID        pin it to this worker: no other worker gets it\n"
             "  -t, --timeout S        handler time limit in seconds (default: the worker's)\n"
             "      --wait             wait until it ends (polls the row every %d ms), print the\n"
@@ -50,14 +60,47 @@ static void submit_usage(FILE *out)
             "  -c, --config FILE      configuration file (default: $WARREN_CONFIG)\n"
             "  -h, --help             show this help\n"
             "\n"
+            "With WARREN_API_URL set it goes through the executor's HTTP API (WARREN_API_KEY:\n"
+            "a write key) instead of the database; --json prints the same either way.\n"
+            "\n"
             "Exit codes: 0 submitted (with --wait: completed), 1 database error, wait timeout or\n"
             "an outcome other than completed, 2 usage or configuration error.\n",
             submit_usage_line, SUBMIT_POLL_MS);
 }
 
+/* The whole of FILE (or standard input) as a string; NULL after reporting a usage error. */
+static char *read_params_file(const char *file)
+{
+    FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+    if (!f) {
+        cli_usage_error("submit", submit_usage_line, "--params-file %s: %m", file);
+        return NULL;
+    }
+    char *buf = malloc(PARAMS_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, PARAMS_FILE_MAX + 1, f) : 0;
+    bool bad = !buf || ferror(f) || n > PARAMS_FILE_MAX || memchr(buf, '\0', n);
+    if (f != stdin)
+        fclose(f);
+    if (bad) {
+        cli_usage_error("submit", submit_usage_line, "--params-file %s: %s", file,
+                        !buf                  ? "out of memory"
+                        : n > PARAMS_FILE_MAX ? "larger than 16 MiB"
+                                              : "cannot read it as text");
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 static int submit_check(submit_opts_t *o)
 {
     char err[ERRBUF_SIZE];
+    if (o->params && o->params_file)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--params and --params-file: give one of them");
+    if (o->params_file && !(o->params = o->params_read = read_params_file(o->params_file)))
+        return EXIT_USAGE;
     if (!ids_action_ref_valid(o->action))
         return cli_usage_error("submit", submit_usage_line, "invalid action '%.*s': %s",
                                utf8_prec(o->action, 64), o->action, IDS_ACTION_REF_RULE);
@@ -84,9 +127,10 @@ static int submit_check(submit_opts_t *o)
 static int submit_parse(int argc, char **argv, submit_opts_t *o)
 {
     const cli_option_t options[] = {
-        {"params", 'p', .value = &o->params},           {"worker", 'w', .value = &o->worker},
-        {"timeout", 't', .value = &o->timeout_s},       {"wait", 0, .flag = &o->wait},
-        {"wait-timeout", 0, .value = &o->wait_timeout}, {"json", 'j', .flag = &o->json},
+        {"params", 'p', .value = &o->params}, {"params-file", 'f', .value = &o->params_file},
+        {"worker", 'w', .value = &o->worker}, {"timeout", 't', .value = &o->timeout_s},
+        {"wait", 0, .flag = &o->wait},        {"wait-timeout", 0, .value = &o->wait_timeout},
+        {"json", 'j', .flag = &o->json},
     };
     const cli_spec_t spec = {"submit", submit_usage_line, options, CLI_COUNT(options),
                              "ACTION_REF"};
@@ -106,10 +150,8 @@ static void sleep_ms(int ms)
 static int submit_report(const PGresult *res, const submit_opts_t *o)
 {
     const char *status = cli_db_field(res, 0, "status");
-    if (o->json) {
-        printf("%s\n", cli_db_field(res, 0, "row"));
+    if (o->json) /* printed by submit_print_final */
         return status && !strcmp(status, "completed") ? EXIT_OK : EXIT_RUNTIME;
-    }
     char took[32];
     const char *secs = cli_db_field(res, 0, "took_s");
     cli_fmt_duration(secs ? atof(secs) : -1, took, sizeof took);
@@ -123,7 +165,24 @@ static int submit_report(const PGresult *res, const submit_opts_t *o)
     return !strcmp(status, "completed") ? EXIT_OK : EXIT_RUNTIME;
 }
 
-static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o)
+/* --wait --json: the execution's document without its history, as over the API. */
+static int submit_print_final(PGconn *db, const char *id, const warren_config_t *cfg)
+{
+    char factor[16];
+    snprintf(factor, sizeof factor, "%d", cfg->executor.heartbeat_stale_factor);
+    const char *params[] = {id, factor};
+    PGresult *res = cli_db_query(db, "submit", q_execution_doc, 2, params);
+    if (!res)
+        return -1;
+    char *row = PQntuples(res) ? cli_execution_row(PQgetvalue(res, 0, 0)) : NULL;
+    printf("%s\n", row ? row : "{}");
+    free(row);
+    PQclear(res);
+    return 0;
+}
+
+static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o,
+                       const warren_config_t *cfg)
 {
     static const char sql[] =
         "SELECT status, result::text AS result, error, to_jsonb(e)::text AS row, "
@@ -143,6 +202,8 @@ static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o)
         const char *status = cli_db_field(res, 0, "status");
         if (cli_status_terminal(status) || now_mono_ms() >= deadline) {
             int rc = submit_report(res, o);
+            if (o->json && submit_print_final(db, id, cfg) != 0)
+                rc = EXIT_RUNTIME;
             if (!cli_status_terminal(status)) {
                 fprintf(stderr, "warren submit: execution %s still %s after waiting %" PRId64 "s\n",
                         id, status, o->wait_timeout_s);
@@ -156,15 +217,32 @@ static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o)
     }
 }
 
+/* The one-element batch of q_submit (the API's statement), as JSON text; NULL on OOM. */
+static char *submission_json(const submit_opts_t *o)
+{
+    json_object *row = json_object_new_object(), *all = json_object_new_array();
+    json_object_object_add(row, "action_ref", json_object_new_string(o->action));
+    if (o->params)
+        json_object_object_add(row, "params", json_tokener_parse(o->params));
+    if (o->worker)
+        json_object_object_add(row, "pinned_worker", json_object_new_string(o->worker));
+    if (o->timeout_s)
+        json_object_object_add(row, "timeout_s", json_object_new_int64(atoll(o->timeout_s)));
+    json_object_array_add(all, row);
+    char *text = strdup(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN));
+    json_object_put(all);
+    return text;
+}
+
 static int submit_run(PGconn *db, const warren_config_t *cfg, const void *opts)
 {
     const submit_opts_t *o = opts;
-    static const char sql[] =
-        "INSERT INTO executions (action_ref, params, pinned_worker, timeout_s) "
-        "VALUES ($1, coalesce($2::jsonb, '{}'), $3, $4::integer) "
-        "RETURNING id, to_jsonb(executions)::text AS row";
-    const char *params[] = {o->action, o->params, o->worker, o->timeout_s};
-    PGresult *res = cli_db_query(db, "submit", sql, 4, params);
+    char who[300];
+    cli_operator(who, sizeof who);
+    char *rows = submission_json(o);
+    const char *params[] = {rows, who};
+    PGresult *res = rows ? cli_db_query(db, "submit", q_submit, 2, params) : NULL;
+    free(rows);
     if (!res)
         return EXIT_RUNTIME;
     char id[24];
@@ -173,12 +251,17 @@ static int submit_run(PGconn *db, const warren_config_t *cfg, const void *opts)
         printf("%s\n", o->json ? cli_db_field(res, 0, "row") : id);
     PQclear(res);
     fflush(stdout); /* the id is worth having before a long wait */
-    return o->wait ? submit_wait(db, id, o) : EXIT_OK;
+    return o->wait ? submit_wait(db, id, o, cfg) : EXIT_OK;
 }
 
 int cmd_submit(int argc, char **argv)
 {
     submit_opts_t o = {0};
     int parsed = submit_parse(argc, argv, &o);
-    return cli_db_command("submit", parsed, submit_usage, o.config, submit_run, &o);
+    int rc = parsed == 0 && cli_api_url()
+                 ? cli_api_submit(o.action, o.params, o.worker, o.timeout_s, o.json, o.wait,
+                                  o.wait_timeout_s)
+                 : cli_db_command("submit", parsed, submit_usage, o.config, submit_run, &o);
+    free(o.params_read);
+    return rc;
 }

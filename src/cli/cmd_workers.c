@@ -2,7 +2,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "cli/cli.h"
+#include "cli/cli_api.h"
 #include "cli/cli_db.h"
+#include "warren/queries.h"
 
 static const char workers_usage_line[] = "warren workers [--json] [-c FILE]";
 
@@ -13,22 +15,26 @@ typedef struct workers_opts {
 
 static void workers_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: %s\n"
-            "\n"
-            "List the workers that announced themselves: id, status, live or stale, capacity,\n"
-            "running executions, age of the last heartbeat and capabilities. A worker is live\n"
-            "while its last heartbeat is younger than executor.heartbeat_stale_factor times its\n"
-            "heartbeat interval, counted from when the executor could last hear heartbeats\n"
-            "again after it could not (the rule the executor applies).\n"
-            "\n"
-            "  -j, --json         print a JSON array of the rows, with \"live\" and\n"
-            "                     \"heartbeat_age_s\" added\n"
-            "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
-            "  -h, --help         show this help\n"
-            "\n"
-            "Exit codes: 0 ok, 1 database error, 2 usage or configuration error.\n",
-            workers_usage_line);
+    fprintf(
+        out,
+        "usage: %s\n"
+        "\n"
+        "List the workers that announced themselves: id, status, live or stale, capacity,\n"
+        "running executions, age of the last heartbeat and capabilities. A worker is live\n"
+        "while its last heartbeat is younger than executor.heartbeat_stale_factor times its\n"
+        "heartbeat interval, counted from when the executor could last hear heartbeats\n"
+        "again after it could not (the rule the executor applies).\n"
+        "\n"
+        "  -j, --json         print a JSON array of the rows, with \"live\", \"state\" (live,\n"
+        "                     stale, offline, stopping), \"heartbeat_age_s\" and \"in_flight\"\n"
+        "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
+        "  -h, --help         show this help\n"
+        "\n"
+        "With WARREN_API_URL set it asks the executor's HTTP API (WARREN_API_KEY: the key)\n"
+        "instead of the database; --json prints the same array either way.\n"
+        "\n"
+        "Exit codes: 0 ok, 1 database error, 2 usage or configuration error.\n",
+        workers_usage_line);
 }
 
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
@@ -48,10 +54,6 @@ static int workers_parse(int argc, char **argv, workers_opts_t *o)
     " warren_worker_live(w, $1::integer) AS live "                                                 \
     "FROM workers w"
 
-static const char workers_json_sql[] =
-    "SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.id), '[]')::text AS doc "
-    "FROM (" WORKERS_ROWS ") r";
-
 static const char workers_text_sql[] =
     "SELECT id, status, CASE WHEN live THEN 'live' WHEN status <> 'online' THEN '-'"
     "   ELSE 'stale' END, capacity, running,"
@@ -66,12 +68,14 @@ static int workers_run(PGconn *db, const warren_config_t *cfg, const void *opts)
     char factor[16];
     snprintf(factor, sizeof factor, "%d", cfg->executor.heartbeat_stale_factor);
     const char *params[] = {factor};
-    return cli_db_show(db, "workers", o->json, workers_json_sql, workers_text_sql, 1, params, head);
+    return cli_db_show(db, "workers", o->json, q_workers, workers_text_sql, 1, params, head);
 }
 
 int cmd_workers(int argc, char **argv)
 {
     workers_opts_t o = {0};
     int parsed = workers_parse(argc, argv, &o);
+    if (parsed == 0 && cli_api_url())
+        return cli_api_workers(o.json);
     return cli_db_command("workers", parsed, workers_usage, o.config, workers_run, &o);
 }

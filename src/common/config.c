@@ -402,9 +402,35 @@ static int load_file(warren_config_t *cfg, const char *file, char *err, size_t e
     return rc;
 }
 
+/* Wiped before it is freed: the URLs in it hold passwords. */
+static void free_env(char **env)
+{
+    for (char **e = env; e && *e; e++) {
+        explicit_bzero(*e, strlen(*e));
+        free(*e);
+    }
+    free(env);
+}
+
+/* The WARREN__* entries of env, copied (NULL-terminated); NULL when out of memory. */
+static char **copy_env(char *const *env)
+{
+    size_t n = 0;
+    for (char *const *e = env; *e; e++)
+        n += !strncmp(*e, "WARREN__", 8);
+    char **copy = calloc(n + 1, sizeof *copy);
+    size_t k = 0;
+    for (char *const *e = env; copy && *e; e++)
+        if (!strncmp(*e, "WARREN__", 8) && !(copy[k++] = strdup(*e))) {
+            free_env(copy);
+            return NULL;
+        }
+    return copy;
+}
+
 static int load_env(warren_config_t *cfg, char *err, size_t errlen)
 {
-    for (char **e = environ; *e; e++) {
+    for (char **e = cfg->env; *e; e++) {
         if (strncmp(*e, "WARREN__", 8))
             continue;
         const char *eq = strchr(*e, '=');
@@ -444,7 +470,8 @@ static int locate_files(warren_config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
+/* cfg_load with the environment env (the process's at start, the same copy on a reload). */
+static int load(warren_config_t *cfg, const char *path, char *const *env, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < cfg_table_len; i++) {
@@ -460,9 +487,16 @@ int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
         return fail(err, errlen, "out of memory");
     if (path && *path && load_file(cfg, path, err, errlen))
         return -1;
+    if (!(cfg->env = copy_env(env)))
+        return fail(err, errlen, "out of memory");
     if (load_env(cfg, err, errlen))
         return -1;
     return locate_files(cfg, err, errlen);
+}
+
+int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    return load(cfg, path, environ, err, errlen);
 }
 
 void cfg_free(warren_config_t *cfg)
@@ -475,6 +509,8 @@ void cfg_free(warren_config_t *cfg)
         }
     free(cfg->file);
     cfg->file = NULL;
+    free_env(cfg->env);
+    cfg->env = NULL;
 }
 
 static bool same_value(const warren_config_t *a, const warren_config_t *b, const cfg_key_t *k)
@@ -538,7 +574,7 @@ void cfg_keys_text(const char *const *keys, size_t n, char *buf, size_t len)
 int cfg_reload_load(const warren_config_t *cfg, warren_config_t *loaded, cfg_diff_t *d, char *err,
                     size_t errlen)
 {
-    if (cfg_load(loaded, cfg->file, err, errlen) != 0)
+    if (load(loaded, cfg->file, cfg->env, err, errlen) != 0)
         return -1;
     cfg_diff(cfg, loaded, d);
     return 0;
@@ -749,6 +785,8 @@ static char *value_text(const warren_config_t *cfg, const cfg_key_t *k, bool mas
     switch (k->type) {
     case CT_STRING: {
         const char *s = *(char *const *)p ? *(char *const *)p : "";
+        if (mask && k->opaque)
+            return strdup(*s ? "****" : "");
         if (mask && k->secret) /* a URL or key=value string shows all but its passwords */
             return strstr(s, "://") || strchr(s, '=') ? cfg_mask_url(s) : strdup(*s ? "****" : "");
         return strdup(s);

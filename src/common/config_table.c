@@ -9,21 +9,23 @@
 static const char *const queue_types[] = {"classic", "quorum", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
+static const char *const worker_identities[] = {"shared", "per_worker", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
 /* clang-format off */
-#define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
-#define CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, check}
-#define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL}
-#define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h, NULL}
-#define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h, NULL}
-#define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h, NULL}
+#define STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, NULL, false}
+#define CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, false, h, check, false}
+#define SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL, false}
+#define OPAQUE_SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, false, h, NULL, true}
+#define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h, NULL, false}
+#define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h, NULL, false}
+#define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h, NULL, false}
 /* Keys a running daemon takes on SIGHUP: read afresh where they are used, or handed on by the
  * daemon's reload step (executor.c, worker.c). Connections, topology, names, sizes fixed at
  * start and anything the broker or database holds on to need a restart. */
-#define R_CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, true, h, check}
-#define R_INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, true, h, NULL}
-#define R_ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, true, h, NULL}
+#define R_CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, true, h, check, false}
+#define R_INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, true, h, NULL, false}
+#define R_ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, true, h, NULL, false}
 /* clang-format on */
 #define MQ "message_queue.rabbitmq."
 #define DAY_MS 86400000LL
@@ -51,6 +53,23 @@ const cfg_key_t cfg_table[] = {
         "Bound on TCP connect, AMQP handshake and RPCs"),
     INT(MQ "publish_timeout_ms", rabbitmq.publish_timeout_ms, "5000", 100, 600000,
         "Bound on one publish including its broker confirm"),
+    STR(MQ "tls.ca_file", rabbitmq.tls.ca_file, "/etc/ssl/certs/ca-certificates.crt",
+        "CA certificates (PEM) the broker's certificate must verify against; the default is "
+        "Debian's bundle of public CAs (package ca-certificates). Like every tls key it applies "
+        "to amqps:// URLs only (docs/tls.md)"),
+    STR(MQ "tls.cert_file", rabbitmq.tls.cert_file, "",
+        "Client certificate (PEM, optionally followed by its chain) shown to a broker that asks "
+        "for one; empty: none. Needs tls.key_file"),
+    STR(MQ "tls.key_file", rabbitmq.tls.key_file, "",
+        "Private key of tls.cert_file (PEM, not encrypted: rabbitmq-c cannot ask for a "
+        "passphrase)"),
+    BOOL(MQ "tls.verify_peer", rabbitmq.tls.verify_peer, "true",
+         "Refuse a broker whose certificate does not verify against tls.ca_file; false encrypts "
+         "without knowing who answers (testing only)"),
+    BOOL(MQ "tls.verify_hostname", rabbitmq.tls.verify_hostname, "true",
+         "Refuse a broker whose certificate does not name the URL's host (a DNS name of its "
+         "subjectAltName, or its CN when it has none; rabbitmq-c 0.11 never matches IP "
+         "addresses, so name the host)"),
     BOOL(MQ "dead_letter.enabled", rabbitmq.dead_letter.enabled, "true",
          "Give worker queues a dead-letter exchange so expired dispatches are failed, not lost"),
     STR(MQ "dead_letter.exchange", rabbitmq.dead_letter.exchange, "attune.dlx",
@@ -69,6 +88,14 @@ const cfg_key_t cfg_table[] = {
         "Executor queue for workers' status changes and completions"),
     STR(MQ "queues.heartbeats", rabbitmq.queues.heartbeats, "attune.worker.heartbeats",
         "Executor queue for worker announcements and heartbeats"),
+    INT("message_queue.max_body_bytes", message_queue.max_body_bytes, "1048576", 65536,
+        64 * 1024 * 1024,
+        "Largest message body a consumer holds (per delivery; up to prefetch of them per "
+        "consumer). A bigger one is read off the connection and dropped as it arrives, keeping "
+        "its first 4096 bytes: the executor records it as a dead letter (reason oversized), a "
+        "worker rejects it to the dead-letter exchange. The default is the envelope limit, the "
+        "largest body warren ever publishes (results are cut to it); below it, big parameters or "
+        "results turn into dead letters. Keep the broker's max_message_size above it"),
 
     R_INT("circuit_breaker.messaging.failure_threshold",
           circuit_breaker.messaging.failure_threshold, "5", 1, 1000,
@@ -106,8 +133,36 @@ const cfg_key_t cfg_table[] = {
           "(a late completion of the attempt is still accepted)"),
     R_INT("executor.monitor_interval_s", executor.monitor_interval_s, "5", 0, 3600,
           "Period of the timeout monitor; 0 disables it"),
+    ENUM("executor.worker_identity", executor.worker_identity, "shared", worker_identities,
+         "Whom the executor believes: shared (one broker user for every component, for "
+         "development) or per_worker (each worker logs in as a broker user named like the "
+         "worker; a report is applied only when its broker-validated user_id is the worker it "
+         "speaks for, and a dead letter only when the executor's own user published it; "
+         "docs/security.md)"),
     R_INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
           "Delay before a dead letter is retried after a database error"),
+
+    STR("api.listen", api.listen, "127.0.0.1:8080",
+        "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
+    OPAQUE_SECRET_STR("api.keys", api.keys, "",
+                      "API keys \"NAME:SCOPE:SECRET,...\" (SCOPE read or write; SECRET at least 16 "
+                      "characters, no comma), added to those of api.keys_file"),
+    STR("api.keys_file", api.keys_file, "",
+        "File of API keys, one per line \"NAME SCOPE SECRET\" (# comments); refused when group- or "
+        "world-readable"),
+    BOOL(
+        "api.auth_reads", api.auth_reads, "false",
+        "GET requests of /api/ need a key too (a read or write key); writes always need a write key"),
+    INT("api.max_body_bytes", api.max_body_bytes, "8388608", 1024, 256 * 1024 * 1024,
+        "Largest request body; a larger one gets 413"),
+    INT("api.max_connections", api.max_connections, "64", 1, 10000,
+        "Open API connections at most; further clients wait in the listen backlog"),
+    INT("api.max_header_bytes", api.max_header_bytes, "16384", 1024, 1048576,
+        "Largest request line and headers"),
+    INT("api.read_timeout_s", api.read_timeout_s, "10", 1, 3600,
+        "A request must arrive whole within this many seconds, or its connection is closed"),
+    INT("api.idle_timeout_s", api.idle_timeout_s, "30", 1, 3600,
+        "A kept-alive connection without a request is closed after this many seconds"),
 
     STR("worker.name", worker.name, "",
         "Worker id; empty: WARREN_WORKER_NAME or the host name (a StatefulSet pod name works)"),
@@ -130,6 +185,9 @@ const cfg_key_t cfg_table[] = {
           "On SIGTERM, how long in-flight executions may finish before they are killed"),
     R_INT("worker.max_output_bytes", worker.max_output_bytes, "1048576", 1024, 64 * 1024 * 1024,
           "Cap on a handler's captured stdout; the rest is discarded and marked truncated"),
+    STR("worker.http_listen", worker.http_listen, "",
+        "host:port of the worker's /livez, /readyz and /metrics (e.g. \"0.0.0.0:9464\" in a pod); "
+        "\"\" turns them off"),
 };
 
 const size_t cfg_table_len = sizeof cfg_table / sizeof cfg_table[0];

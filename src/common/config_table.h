@@ -20,6 +20,7 @@ typedef struct cfg_key {
     const char *help;
     /* Extra check of a string value (NULL: none); -1 with the problem in why. */
     int (*check)(const char *value, char *why, size_t whylen);
+    bool opaque; /* a secret masked whole, never parsed as a URL */
 } cfg_key_t;
 
 extern const cfg_key_t cfg_table[];

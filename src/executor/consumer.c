@@ -213,6 +213,7 @@ static int run_work(PGconn *db, void *arg, char *err, size_t errlen)
 {
     handler_run_t *r = arg;
     memset(&r->b.counts, 0, sizeof r->b.counts);
+    stats_init(&r->b.counts);
     return r->h->work(db, &r->b, err, errlen);
 }
 

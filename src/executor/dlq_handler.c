@@ -10,6 +10,7 @@
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/headers.h"
+#include "executor/identity.h"
 #include "executor/inmsg.h"
 #include "executor/pgtext.h"
 #include "executor/transitions.h"
@@ -60,6 +61,12 @@ static void classify(dlq_item_t *it, const mq_delivery_t *d)
     }
     if (dispatch_from_payload(it->in.env.payload, &it->disp, err, sizeof err) != 0) {
         inmsg_reject(&it->in, "parse_error", "%s", err);
+        return;
+    }
+    it->in.has_execution_id = true; /* recorded with its execution, whatever is decided */
+    it->in.execution_id = it->disp.execution_id;
+    if (ident_check_executor(d, err, sizeof err) != 0) { /* recorded; fails nothing */
+        inmsg_reject(&it->in, IDENT_REASON, "%s", err);
         return;
     }
     it->needs_row = true;
@@ -262,7 +269,7 @@ static void build_record(dl_record_t *rec, dlq_item_t *it, const char *queue)
     }
     rec->snapshot = it->snapshot;
     dlrec_from_envelope(rec, it->in.env_ok ? &it->in.env : NULL);
-    if (it->needs_row) {
+    if (it->needs_row || it->in.has_execution_id) {
         rec->has_execution_id = true;
         rec->execution_id = it->disp.execution_id;
     }

@@ -22,6 +22,7 @@ void dlrec_from_delivery(dl_record_t *r, const mq_delivery_t *d, const xdeath_t 
     memset(r, 0, sizeof *r);
     r->body = d->body;
     r->body_len = d->body_len;
+    r->body_cut = d->oversized;
     r->headers = headers;
     r->routing_key = d->routing_key;
     r->message_id = d->message_id;
@@ -38,6 +39,9 @@ void dlrec_from_delivery(dl_record_t *r, const mq_delivery_t *d, const xdeath_t 
         r->queue = consumed_from;
         snprintf(r->dedup_suffix, sizeof r->dedup_suffix, "/%s", consumed_from);
     }
+    size_t n = strlen(r->dedup_suffix);
+    if (d->oversized) /* the hash covers the prefix only: the size tells more bodies apart */
+        snprintf(r->dedup_suffix + n, sizeof r->dedup_suffix - n, "/%" PRIu64, d->body_size);
 }
 
 void dlrec_raw(dl_record_t *r, const mq_delivery_t *d, const char *queue)
@@ -115,8 +119,10 @@ static void add_body(pgarr_t *body, pgarr_t *text, const dl_record_t *r)
     }
     pgarr_add(body, hex);
     free(hex);
-    if (r->body && utf8_is_text(r->body, r->body_len)) {
-        char *copy = strndup(r->body, r->body_len);
+    /* A prefix may end inside a character: the text is the whole characters before it. */
+    size_t n = r->body_cut ? r->body_len - utf8_partial_tail(r->body, r->body_len) : r->body_len;
+    if (r->body && utf8_is_text(r->body, n)) {
+        char *copy = strndup(r->body, n);
         if (!copy)
             text->oom = true;
         else
@@ -147,11 +153,24 @@ static void add_record(pgarr_t *a, const dl_record_t *r)
     pgarr_add(&a[A_SNAPSHOT], r->snapshot);
 }
 
+/* Messages nobody could read: what warren_poison_stored_total counts. */
+static bool poison_reason(const char *reason)
+{
+    static const char *const poison[] = {"parse_error", "unknown_type", "missing_execution_id",
+                                         "store_error"};
+    for (size_t i = 0; i < sizeof poison / sizeof poison[0]; i++)
+        if (!strcmp(reason, poison[i]))
+            return true;
+    return false;
+}
+
 static void count_inserted(PGresult *res, size_t n, executor_stats_t *stats)
 {
     int rows = PQntuples(res);
-    for (int i = 0; i < rows; i++)
+    for (int i = 0; i < rows; i++) {
         stats_dead_letter(stats, PQgetvalue(res, i, 0), 1);
+        stats->poison_stored += poison_reason(PQgetvalue(res, i, 0));
+    }
     stats->dead_letter_duplicates += n - (size_t)rows;
 }
 

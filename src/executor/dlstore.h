@@ -26,8 +26,9 @@ typedef struct dl_record {
     const char *routing_key, *exchange, *queue;
     const char *message_id, *message_type;
     json_object *headers; /* borrowed; NULL: {} */
-    const void *body;
+    const void *body;     /* the whole body, or its prefix when body_cut */
     size_t body_len;
+    bool body_cut; /* oversized: body is the first bytes of a longer body (the error says so) */
     const char *error;
     const char *snapshot; /* JSON text of the execution row, or NULL */
     const char *dedup_id;

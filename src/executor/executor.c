@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "executor/executor.h"
+#include "executor/identity.h"
 #include "warren/db.h"
 #include "warren/log.h"
 #include "warren/notify.h"
@@ -25,14 +26,24 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->cfg->executor.poll_interval_ms);
 }
 
+size_t executor_consumers(executor_t *x, consumer_t *out[EXECUTOR_MAX_CONSUMERS])
+{
+    size_t n = 0;
+    out[n++] = &x->results;
+    out[n++] = &x->heartbeats;
+    if (x->cfg->rabbitmq.dead_letter.enabled) {
+        out[n++] = &x->dlq;
+        out[n++] = &x->parked;
+    }
+    return n;
+}
+
 static void each_consumer(executor_t *x, void (*fn)(consumer_t *))
 {
-    fn(&x->results);
-    fn(&x->heartbeats);
-    if (x->cfg->rabbitmq.dead_letter.enabled) {
-        fn(&x->dlq);
-        fn(&x->parked);
-    }
+    consumer_t *c[EXECUTOR_MAX_CONSUMERS];
+    size_t n = executor_consumers(x, c);
+    for (size_t i = 0; i < n; i++)
+        fn(c[i]);
 }
 
 static int record_heard(PGconn *db, void *arg, char *err, size_t errlen)
@@ -64,6 +75,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     executor_t *x = arg;
+    x->loop_beat_ms = now_mono_ms();
     /* A dead publisher connection is noticed here and remade on the client's backoff, also
      * while its breaker is open: reconnected, the breaker half-opens and the scheduler's next
      * batch probes at once instead of after open_timeout_s. */
@@ -91,11 +103,10 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
         monitor_run(x);
 }
 
-/* The oldest dead letter held unacked (a database outage keeps them), in seconds. */
-static uint64_t held_dead_letter_age_s(const consumer_t *c)
+/* The oldest dead letter c holds unacked, in seconds. */
+static uint64_t held_age_s(const consumer_t *c, int64_t now_s)
 {
     uint64_t oldest = 0;
-    int64_t now_s = now_wall_ms() / 1000;
     for (size_t i = 0; i < c->n; i++) {
         uint64_t age = (uint64_t)dlq_age_s(c->batch[i], now_s);
         oldest = age > oldest ? age : oldest;
@@ -103,12 +114,18 @@ static uint64_t held_dead_letter_age_s(const consumer_t *c)
     return oldest;
 }
 
+uint64_t executor_held_dead_letter_age_s(const executor_t *x)
+{
+    int64_t now_s = now_wall_ms() / 1000;
+    uint64_t held = held_age_s(&x->dlq, now_s), parked = held_age_s(&x->parked, now_s);
+    return parked > held ? parked : held;
+}
+
 /* The stats line; its dead letter age covers what was recorded since the last one and what is
  * held now, so a backlog that nobody records shows up. */
 static void log_stats(executor_t *x)
 {
-    uint64_t held = held_dead_letter_age_s(&x->dlq), parked = held_dead_letter_age_s(&x->parked);
-    held = parked > held ? parked : held;
+    uint64_t held = executor_held_dead_letter_age_s(x);
     if (held > x->stats.dead_letter_age_s)
         x->stats.dead_letter_age_s = held;
     stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
@@ -267,7 +284,7 @@ static int connect_broker(executor_t *x)
     if (dl &&
         (start_consumer(x, &x->dlq, "dead-letters", cfg->rabbitmq.dead_letter.queue, &dlq_handler,
                         &o) != 0 ||
-         start_consumer(x, &x->parked, "parked dead letters",
+         start_consumer(x, &x->parked, "parked-dead-letters",
                         cfg->rabbitmq.dead_letter.parking_queue, &dlq_parked_handler, &o) != 0))
         return -1;
     if (!dl)
@@ -300,6 +317,7 @@ static int setup_events(executor_t *x)
 
 static int start(executor_t *x)
 {
+    stats_init(&x->stats);
     if (!(x->base = event_base_new())) {
         log_kv(LOG_ERROR, "cannot create the event loop", NULL);
         return -1;
@@ -315,12 +333,16 @@ static int start(executor_t *x)
     if (connect_broker(x) != 0)
         return -1;
     sched_init(&x->sched, x->cfg, &x->db, x->pub, &x->stats);
-    return setup_events(x);
+    x->loop_beat_ms = now_mono_ms();
+    if (setup_events(x) != 0)
+        return -1;
+    return api_start(x);
 }
 
 /* Consumers first (their events are their own); freeing the base removes the loop's. */
 static void stop(executor_t *x)
 {
+    api_stop(x);
     consumer_free(&x->results);
     consumer_free(&x->heartbeats);
     consumer_free(&x->dlq);
@@ -331,8 +353,25 @@ static void stop(executor_t *x)
     evloop_base_free(x->base);
 }
 
+/* Whom the consumers believe (executor.worker_identity); -1 when the URL names no user. */
+static int set_identity(const warren_config_t *cfg)
+{
+    ident_t id = {.mode = cfg->executor.worker_identity == 1 ? IDENT_PER_WORKER : IDENT_SHARED};
+    if (mq_url_user(cfg->rabbitmq.url, id.executor_user, sizeof id.executor_user) != 0) {
+        log_kv(LOG_ERROR, "cannot read the broker user from message_queue.rabbitmq.url", NULL);
+        return -1;
+    }
+    ident_set(&id);
+    if (id.mode == IDENT_PER_WORKER)
+        log_kv(LOG_INFO, "per-worker identities: reports must come from the worker they name",
+               "executor_user", id.executor_user, NULL);
+    return 0;
+}
+
 int executor_run(warren_config_t *cfg)
 {
+    if (set_identity(cfg) != 0)
+        return EXIT_RUNTIME;
     executor_t *x = calloc(1, sizeof *x);
     if (!x) {
         log_kv(LOG_ERROR, "out of memory", NULL);

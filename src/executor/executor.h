@@ -9,14 +9,41 @@
 #define WARREN_EXECUTOR_EXECUTOR_H
 
 #include <event2/event.h>
+#include "executor/api_keys.h"
 #include "executor/consumer.h"
 #include "executor/dbconn.h"
 #include "executor/scheduler.h"
 #include "executor/stats.h"
 #include "warren/config.h"
 #include "warren/evloop.h"
+#include "warren/exec_status.h"
 #include "warren/executor.h"
+#include "warren/http.h"
+#include "warren/ids.h"
+#include "warren/metrics.h"
 #include "warren/mq.h"
+
+/* Values /metrics serves that the database or the broker knows, refreshed by a timer
+ * (gauges.c) so that a scrape costs no query. */
+typedef struct executor_gauges {
+    int64_t backlog[EXEC_STATUS_COUNT]; /* executions per non-final status */
+    int64_t live_workers;
+    struct {
+        char action[ACTION_REF_MAX + 1];
+        int64_t live; /* live workers offering it (0: every worker that offers it is gone) */
+    } actions[64];
+    size_t n_actions;
+    int64_t dlq_messages;  /* ready in the dead-letter queue (passive declare) */
+    double dlq_oldest_age; /* seconds: see gauges.c */
+    int64_t dlq_nonempty_since_ms;
+    int64_t refreshed_ms; /* wall clock of the last refresh, 0: never */
+    bool db_ok;
+    /* Status changes in execution_events since this executor started, [from][to]; from
+     * EXEC_STATUS_COUNT is the creation. events_upto: the last event id counted, -1 before the
+     * first refresh. */
+    uint64_t transitions[EXEC_STATUS_COUNT + 1][EXEC_STATUS_COUNT];
+    int64_t events_upto;
+} executor_gauges_t;
 
 typedef struct executor {
     warren_config_t *cfg; /* borrowed; the one source of every setting, reloaded on SIGHUP */
@@ -31,6 +58,13 @@ typedef struct executor {
     struct event pump_ev, monitor_ev, stats_ev, watchdog_ev;
     evloop_signals_t signals;
     bool draining;
+    /* the HTTP API, health and metrics (api.c) */
+    http_server_t *api;
+    api_keys_t keys;
+    metrics_registry_t metrics;
+    executor_gauges_t gauges;
+    struct event gauges_ev;
+    int64_t loop_beat_ms;        /* monotonic time of the last pump tick: the loop turns */
     uint64_t db_reconnects_seen; /* db.reconnects when the consumers last retried at once */
     uint64_t heard_gaps;         /* heartbeats.gaps when heard_since was last recorded */
 } executor_t;
@@ -47,6 +81,15 @@ extern const consumer_handler_t dlq_parked_handler;
 int64_t dlq_age_s(const mq_delivery_t *d, int64_t now_s);
 extern const consumer_handler_t dlq_raw_handler;
 
+/* The consumers this executor runs (results, heartbeats; dead-letters and parked-dead-letters
+ * when dead-lettering is enabled) into out; returns how many. */
+#define EXECUTOR_MAX_CONSUMERS 4
+size_t executor_consumers(executor_t *x, consumer_t *out[EXECUTOR_MAX_CONSUMERS]);
+
+/* The oldest dead letter held unacked (a database outage keeps them) by the dead-letter and
+ * parking consumers, in seconds since it was dead-lettered (x-death); 0 when none. */
+uint64_t executor_held_dead_letter_age_s(const executor_t *x);
+
 /* Does the executor hear heartbeats now, and has it recorded since when (executor_state
  * .heard_since, schema 007)? Until then no worker may be judged stale by its heartbeats. */
 bool executor_hearing(executor_t *x);
@@ -60,5 +103,20 @@ void monitor_run(executor_t *x);
  * transaction, right after a heartbeat names a new incarnation, and the monitor's passes. */
 int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
                       size_t errlen) WARN_UNUSED;
+
+/* api.c: the HTTP server on api.listen (none when ""): API routes, /livez, /readyz, /metrics.
+ * -1 (logged) when keys or the address are wrong. */
+int api_start(executor_t *x) WARN_UNUSED;
+void api_stop(executor_t *x);
+
+/* cancel.c: POST /api/v1/executions/{id}/cancel; and from the monitor, the control message
+ * again for every canceling execution whose worker is live and was told more than a monitor
+ * round ago. */
+void cancel_handle(http_req_t *r, void *arg);
+void cancel_resend(executor_t *x);
+
+/* gauges.c: refresh x->gauges now and every few seconds; the collector for /metrics. */
+int gauges_start(executor_t *x) WARN_UNUSED;
+void gauges_collect(metrics_out_t *o, void *arg);
 
 #endif

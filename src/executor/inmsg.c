@@ -7,6 +7,10 @@ int inmsg_open(inmsg_t *m, const mq_delivery_t *d)
 {
     char err[ERRBUF_SIZE];
     m->d = d;
+    if (d->oversized) { /* only its first bytes were read: nothing in it can be used */
+        mq_oversized_text(d, err, sizeof err);
+        return inmsg_reject(m, "oversized", "%s", err);
+    }
     if (envelope_decode(d->body, d->body_len, &m->env, err, sizeof err) != 0)
         return inmsg_reject(m, "parse_error", "%s", err);
     m->env_ok = true;

@@ -19,7 +19,8 @@ typedef struct inmsg {
     int64_t execution_id;
 } inmsg_t;
 
-/* Decode d's envelope into m. 0 when it decoded; -1 with reason parse_error otherwise. */
+/* Decode d's envelope into m. 0 when it decoded; -1 with reason parse_error otherwise, or
+ * oversized when the body was over message_queue.max_body_bytes (only its prefix was read). */
 int inmsg_open(inmsg_t *m, const mq_delivery_t *d) WARN_UNUSED;
 /* Mark m unusable with a dead-letter reason and a printf-style explanation. Returns -1. */
 int inmsg_reject(inmsg_t *m, const char *reason, const char *fmt, ...)

@@ -2,9 +2,10 @@
  * The timeout monitor: executions nobody will finish. Scheduled with a dispatch the broker
  * never confirmed for executor.unconfirmed_timeout_ms -> requested (dispatched again);
  * scheduled with a confirmed dispatch longer than executor.scheduled_timeout_s -> failed (no
- * worker started it); running or canceling on a worker whose heartbeat is stale, or that went
- * offline, or restarted (a newer incarnation heartbeats), or that ran past its timeout plus
- * executor.running_grace_s without a result -> abandoned. All but the first also leave a
+ * worker started it); running on a worker whose heartbeat is stale, or that went offline, or
+ * restarted (a newer incarnation heartbeats), or that ran past its timeout plus
+ * executor.running_grace_s without a result -> abandoned; canceling in the same cases ->
+ * cancelled (the cancel stands, and nothing runs it any more). All but the first also leave a
  * dead_letters row (the execution row as body and snapshot). One statement per kind: claim
  * with SKIP LOCKED, CAS fenced by status and attempt, insert the dead letters.
  */
@@ -30,6 +31,17 @@
     " ON CONFLICT (dedup_key) DO NOTHING RETURNING execution_id) "                            \
     "SELECT c.id, coalesce(c.worker, ''), EXISTS (SELECT 1 FROM ins WHERE ins.execution_id = c.id)::int" \
     " FROM changed c"
+
+/* What the monitor makes of a running row (abandoned, error why) and of a canceling one
+ * (cancelled, error cancel_why): the cancel stands, and nothing will report any more. */
+#define SETTLE(cancel_why, why)                                                                 \
+    " status = CASE WHEN s.status = " EXEC_SQL(CANCELING) " THEN " EXEC_SQL(CANCELLED)          \
+    " ELSE " EXEC_SQL(ABANDONED) " END,"                                                        \
+    " error = CASE WHEN s.status = " EXEC_SQL(CANCELING) " THEN " cancel_why " ELSE " why " END,"
+/* A cancel whose worker is gone (stale, offline, unknown, restarted): its process cannot be
+ * told. */
+#define CANCEL_GONE                                                                             \
+    "'Cancelled; worker ' || coalesce(s.worker, '?') || ' was gone, its process could not be told'"
 
 /* Only a dispatch the broker confirmed was in a queue: only its row fails for not starting. */
 static const char scheduled_sql[] =
@@ -76,8 +88,7 @@ static const char restarted_sql[] =
     " WHERE e.status = ANY($1::text[]) AND e.incarnation IS DISTINCT FROM ws.incarnation"
     " AND coalesce(e.reported_at, e.started_at) < ws.started_at"
     " ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED), "
-    "changed AS (UPDATE executions e SET status = " EXEC_SQL(ABANDONED) ","
-    " error = " RESTART_WHY ","
+    "changed AS (UPDATE executions e SET" SETTLE(CANCEL_GONE, RESTART_WHY)
     " result = jsonb_build_object('error', " RESTART_WHY ", 'worker', s.worker,"
     " 'attempt', s.attempt, 'incarnation', s.old_inc, 'new_incarnation', s.new_inc)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
@@ -97,8 +108,7 @@ static const char running_timeout_sql[] =
     " FROM executions e WHERE e.status = ANY($3::text[]) AND e.started_at IS NOT NULL"
     " AND e.started_at < now() - make_interval(secs => " LATE_TIMEOUT " + $2::int)"
     " ORDER BY e.id LIMIT $4 FOR UPDATE SKIP LOCKED), "
-    "changed AS (UPDATE executions e SET status = " EXEC_SQL(ABANDONED) ","
-    " error = " LATE_WHY ","
+    "changed AS (UPDATE executions e SET" SETTLE("'Cancelled; ' || " LATE_WHY, LATE_WHY)
     " result = jsonb_build_object('error', " LATE_WHY ", 'worker', s.worker,"
     " 'attempt', s.attempt, 'timeout_s', s.timeout_s, 'grace_s', $2::int)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
@@ -120,8 +130,7 @@ static const char stale_worker_sql[] =
     " FROM executions e LEFT JOIN ws w ON w.id = e.worker"
     " WHERE e.status = ANY($2::text[]) AND (w.id IS NULL OR w.status = 'offline' OR NOT w.fresh)"
     " ORDER BY e.id LIMIT $3 FOR UPDATE OF e SKIP LOCKED), "
-    "changed AS (UPDATE executions e SET status = " EXEC_SQL(ABANDONED) ","
-    " error = " STALE_WHY ","
+    "changed AS (UPDATE executions e SET" SETTLE(CANCEL_GONE, STALE_WHY)
     " result = jsonb_build_object('error', " STALE_WHY ", 'worker', s.worker, 'attempt', s.attempt,"
     " 'last_heartbeat', s.last_heartbeat, 'worker_status', s.worker_status)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
@@ -245,4 +254,5 @@ void monitor_run(executor_t *x)
         if (!full)
             break;
     }
+    cancel_resend(x);
 }

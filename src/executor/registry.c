@@ -8,6 +8,7 @@
 #include <string.h>
 #include "executor/dlstore.h"
 #include "executor/executor.h"
+#include "executor/identity.h"
 #include "executor/inmsg.h"
 #include "executor/pgtext.h"
 #include "warren/db.h"
@@ -103,6 +104,8 @@ static int parse_heartbeat(heartbeat_t *h, const mq_delivery_t *d)
     jf_t p = {h->in.env.payload, "payload", err, sizeof err};
     if (parse_fields(h, &p) != 0)
         return inmsg_reject(&h->in, "parse_error", "%s", err);
+    if (ident_check_worker(d, h->worker_id, err, sizeof err) != 0)
+        return inmsg_reject(&h->in, IDENT_REASON, "%s", err);
     return 0;
 }
 

@@ -1,9 +1,10 @@
 /*
  * Worker results: ExecutionStatusChanged (running) and ExecutionCompleted (completed, failed,
  * timeout) from the results queue, applied per drained batch in one transaction. Every change
- * is a compare-and-swap fenced by the attempt and by the transition table, so a late, repeated
- * or stale message changes nothing; it is counted as stale. Unreadable messages go to
- * dead_letters in the same transaction.
+ * is a compare-and-swap fenced by the attempt, the worker and the transition table, so a late,
+ * repeated or stale message changes nothing; it is counted as stale. Unreadable messages, and
+ * reports from a worker the execution was not dispatched to, go to dead_letters in the same
+ * transaction.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include "executor/dlstore.h"
 #include "executor/executor.h"
+#include "executor/identity.h"
 #include "executor/inmsg.h"
 #include "executor/pgtext.h"
 #include "executor/transitions.h"
@@ -44,6 +46,7 @@ typedef struct result_msg {
     bool unprocessable; /* a completion of a known execution and attempt that cannot be
                          * applied: it fails that attempt (reason unprocessable_result) */
     bool older_attempt; /* not applied: the execution is on a later attempt already */
+    bool wrong_worker;  /* not applied: the execution's attempt belongs to another worker */
 } result_msg_t;
 
 /* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
@@ -103,7 +106,8 @@ static int parse_status(result_msg_t *m)
                                                         : "completed";
     exec_status_t st;
     bool ok = trans_status_parse(s, &st) == 0 &&
-              (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT)
+              (completion ? (st == EXEC_COMPLETED || st == EXEC_FAILED || st == EXEC_TIMEOUT ||
+                             st == EXEC_CANCELLED)
                           : st == EXEC_RUNNING);
     if (!ok)
         return inmsg_reject(&m->in, "parse_error", "status '%s' cannot be reported by %s", s,
@@ -189,7 +193,7 @@ static int parse_target(result_msg_t *m, const envelope_t *env)
  */
 static void salvage_target(result_msg_t *m, const mq_delivery_t *d)
 {
-    if (utf8_valid(d->body, d->body_len, NULL))
+    if (d->oversized || utf8_valid(d->body, d->body_len, NULL))
         return;
     char *clean = utf8_clean(d->body, d->body_len);
     envelope_t env;
@@ -253,10 +257,15 @@ static int assign_rounds(result_msg_t *msgs, size_t n)
 /* clang-format off */
 /* $1..$8 and $11..$13 are the messages' arrays (A_* below), $9/$10 the guard's pairs. A running
  * report also records the worker's incarnation, when it sent the report (its clock) and the
- * timeout it applies; a completion keeps what the running report said. */
+ * timeout it applies; a completion keeps what the running report said.
+ * The guard is a plain condition on the row and the message against the pairs computed once
+ * (an InitPlan), never a join with them: when another executor changes the row first (its
+ * running report, while this one applies the completion), PostgreSQL rechecks the conditions on
+ * the new row version but keeps the join partners it had found for the old one, so a join
+ * would still compare ('scheduled', 'failed') and drop a legal running -> failed as stale
+ * (found by tests/chaos/faults.sh: the execution stayed running until the monitor abandoned it). */
 static const char apply_sql[] =
     "UPDATE executions e SET status = u.status,"
-    " worker = coalesce(u.worker, e.worker),"
     " started_at = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN now()"
     "   ELSE coalesce(e.started_at, u.started_at::timestamptz) END," /* no running status came */
     " result = CASE WHEN u.status = " EXEC_SQL(RUNNING) " THEN e.result"
@@ -275,9 +284,24 @@ static const char apply_sql[] =
     "   $7::text[], $8::text[], $11::text[], $12::text[], $13::int[])"
     "   WITH ORDINALITY AS u(id, attempt, status, worker, result, error, outcome, started_at,"
     "   incarnation, reported_at, timeout_s, ord)"
-    " WHERE e.id = u.id AND e.attempt = u.attempt"
-    "   AND (e.status, u.status) IN (SELECT f, t FROM unnest($9::text[], $10::text[]) AS p(f, t))"
-    " RETURNING u.ord";
+    " JOIN executions o ON o.id = u.id" /* the row as it was, for the metrics */
+    " WHERE e.id = u.id AND e.attempt = u.attempt AND (u.worker IS NULL OR e.worker = u.worker)"
+    "   AND (e.status || '>' || u.status) = ANY (ARRAY(SELECT f || '>' || t"
+    "     FROM unnest($9::text[], $10::text[]) AS p(f, t)))"
+    " RETURNING u.ord,"
+    " CASE WHEN o.started_at IS NULL THEN extract(epoch FROM e.started_at - e.created_at) END,"
+    " CASE WHEN u.status <> " EXEC_SQL(RUNNING) " THEN"
+    "   extract(epoch FROM e.ended_at - coalesce(e.started_at, e.created_at)) END";
+
+/* What a worker reported after a cancel and that changed nothing stays in the history. */
+static const char after_cancel_sql[] =
+    "INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error,"
+    " applied, note)"
+    " SELECT e.id, e.status, u.status, u.worker, u.attempt, u.error, false,"
+    " 'reported after the cancel; not applied'"
+    " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[])"
+    "   WITH ORDINALITY AS u(id, attempt, status, worker, error, ord)"
+    " JOIN executions e ON e.id = u.id WHERE e.cancelled_by IS NOT NULL ORDER BY u.ord";
 /* clang-format on */
 
 /* The arrays of apply_sql, in parameter order ($9 and $10 come between A_STARTED and A_INC). */
@@ -296,12 +320,21 @@ enum {
     A_COUNT
 };
 
-/* The guard: every legal (from, to) pair into the statuses workers report. */
+/* The guard: every legal (from, to) pair into the statuses workers report; and cancelled,
+ * which a worker reports only for an execution the executor asked it to cancel. */
 static int guard_literals(char *from, char *to, size_t len)
 {
     static const exec_status_t reported[] = {EXEC_RUNNING, EXEC_COMPLETED, EXEC_FAILED,
                                              EXEC_TIMEOUT};
-    return trans_pairs_literal(reported, 4, from, to, len);
+    if (trans_pairs_literal(reported, 4, from, to, len) != 0)
+        return -1;
+    size_t f = strlen(from), t = strlen(to);
+    const char *add_from = "," EXEC_NAME_CANCELING "}", *add_to = "," EXEC_NAME_CANCELLED "}";
+    if (f < 2 || t < 2 || f + strlen(add_from) >= len || t + strlen(add_to) >= len)
+        return -1;
+    snprintf(from + f - 1, len - f + 1, "%s", add_from);
+    snprintf(to + t - 1, len - t + 1, "%s", add_to);
+    return 0;
 }
 
 static void add_round_message(pgarr_t *a, const result_msg_t *m)
@@ -320,8 +353,8 @@ static void add_round_message(pgarr_t *a, const result_msg_t *m)
 }
 
 /* One UPDATE for the messages of round `round`; marks those it applied. */
-static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char *err,
-                       size_t errlen)
+static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round,
+                       executor_stats_t *counts, char *err, size_t errlen)
 {
     pgarr_t a[A_COUNT];
     size_t *index = calloc(n, sizeof *index);
@@ -353,10 +386,52 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round, char
         long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
         if (ord >= 1 && (size_t)ord <= k)
             msgs[index[ord - 1]].applied = true;
+        if (!PQgetisnull(res, r, 1))
+            metrics_hist_observe(&counts->submit_to_start, atof(PQgetvalue(res, r, 1)));
+        if (!PQgetisnull(res, r, 2))
+            metrics_hist_observe(&counts->start_to_end, atof(PQgetvalue(res, r, 2)));
     }
     PQclear(res);
     free(index);
     for (int i = 0; i < A_COUNT; i++)
+        pgarr_free(&a[i]);
+    return rc;
+}
+
+/* Reports that changed nothing, for executions somebody cancelled: kept in the history. */
+static int record_after_cancel(PGconn *db, const result_msg_t *msgs, size_t n,
+                               executor_stats_t *counts, char *err, size_t errlen)
+{
+    enum { NARRAYS = 5 };
+    pgarr_t a[NARRAYS];
+    for (int i = 0; i < NARRAYS; i++)
+        pgarr_init(&a[i]);
+    for (size_t i = 0; i < n; i++) {
+        const result_msg_t *m = &msgs[i];
+        if (m->in.reason[0] || m->applied)
+            continue;
+        pgarr_add_int(&a[0], m->execution_id);
+        pgarr_add_int(&a[1], m->attempt);
+        pgarr_add(&a[2], trans_status_name(m->target));
+        pgarr_add(&a[3], m->worker[0] ? m->worker : NULL);
+        pgarr_add(&a[4], m->error_text);
+    }
+    int rc = 0;
+    if (a[0].n > 0) {
+        const char *params[NARRAYS];
+        for (int i = 0; i < NARRAYS && rc == 0; i++)
+            if (!(params[i] = pgarr_text(&a[i]))) {
+                snprintf(err, errlen, "out of memory");
+                rc = -1;
+            }
+        PGresult *res = NULL;
+        if (rc == 0)
+            rc = db_exec(db, after_cancel_sql, NARRAYS, params, &res, err, errlen);
+        if (rc == 0)
+            counts->results_after_cancel += strtoull(PQcmdTuples(res), NULL, 10);
+        PQclear(res);
+    }
+    for (int i = 0; i < NARRAYS; i++)
         pgarr_free(&a[i]);
     return rc;
 }
@@ -368,6 +443,7 @@ static const char fail_unprocessable_sql[] =
     " wait_reason = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS u(id, attempt, error, worker)"
     " WHERE e.id = u.id AND e.attempt = u.attempt AND e.status = ANY($5::text[])"
+    "   AND (u.worker IS NULL OR e.worker = u.worker)"
     " RETURNING e.id";
 /* clang-format on */
 
@@ -409,18 +485,28 @@ static int fail_unprocessable(PGconn *db, const result_msg_t *msgs, size_t n,
     return rc;
 }
 
-/* Mark the messages not applied because their execution is on a later attempt. */
-static void mark_older(result_msg_t *msgs, size_t n, int64_t id, int attempt)
+/* Mark the messages not applied because their execution is on a later attempt, or because
+ * that attempt was dispatched to another worker than the one reporting. */
+static void mark_unapplied(result_msg_t *msgs, size_t n, int64_t id, int attempt,
+                           const char *worker)
 {
     for (size_t i = 0; i < n; i++) {
         result_msg_t *m = &msgs[i];
-        if (m->in.reason[0] || m->applied || m->execution_id != id || m->attempt >= attempt)
+        if (m->in.reason[0] || m->applied || m->execution_id != id)
             continue;
-        m->older_attempt = true;
-        inmsg_reject(&m->in, "stale_attempt_result",
-                     "a result of attempt %d; the execution is on attempt %d: a copy of an "
-                     "earlier dispatch ran too",
-                     m->attempt, attempt);
+        if (m->attempt < attempt) {
+            m->older_attempt = true;
+            inmsg_reject(&m->in, "stale_attempt_result",
+                         "a result of attempt %d; the execution is on attempt %d: a copy of an "
+                         "earlier dispatch ran too",
+                         m->attempt, attempt);
+        } else if (m->attempt == attempt && m->worker[0] && strcmp(m->worker, worker) != 0) {
+            m->wrong_worker = true;
+            inmsg_reject(&m->in, "wrong_worker",
+                         "a report from worker '%s' on attempt %d, which was dispatched to "
+                         "worker '%s'",
+                         m->worker, attempt, worker);
+        }
     }
 }
 
@@ -428,7 +514,9 @@ static void mark_older(result_msg_t *msgs, size_t n, int64_t id, int attempt)
  * A result of an attempt older than the row's comes from a copy of an earlier dispatch that ran
  * after all (its publish had no answer, and the execution went out again). It changes nothing,
  * but it must leave a trace, so such a run is never silent: a dead letter each, reason
- * stale_attempt_result. Only the messages that were not applied are looked at.
+ * stale_attempt_result. A report from a worker the attempt was not dispatched to (a confused
+ * or a lying worker) is kept the same way, reason wrong_worker. Only the messages that were
+ * not applied are looked at.
  */
 static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *err, size_t errlen)
 {
@@ -447,18 +535,22 @@ static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *e
         snprintf(err, errlen, "out of memory");
         rc = -1;
     } else if (k > 0) {
-        rc = db_exec(db, "SELECT id, attempt FROM executions WHERE id = ANY($1::bigint[])", 1,
-                     params, &res, err, errlen);
+        rc = db_exec(db,
+                     "SELECT id, attempt, coalesce(worker, '') FROM executions"
+                     " WHERE id = ANY($1::bigint[])",
+                     1, params, &res, err, errlen);
     }
     for (int r = 0; rc == 0 && res && r < PQntuples(res); r++)
-        mark_older(msgs, n, strtoll(PQgetvalue(res, r, 0), NULL, 10), atoi(PQgetvalue(res, r, 1)));
+        mark_unapplied(msgs, n, strtoll(PQgetvalue(res, r, 0), NULL, 10),
+                       atoi(PQgetvalue(res, r, 1)), PQgetvalue(res, r, 2));
     PQclear(res);
     pgarr_free(&ids);
     return rc;
 }
 
-/* Unprocessable completions fail their attempt, the rounds are applied in order, and every
- * message that cannot be used or came from an older attempt becomes a dead letter. */
+/* Unprocessable completions fail their attempt, the rounds are applied in order, a report that
+ * changed nothing for a cancelled execution joins its history, and every message that cannot be
+ * used or came from an older attempt becomes a dead letter. */
 static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
     result_msg_t *msgs = b->items;
@@ -466,13 +558,14 @@ static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errle
     if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0)
         return -1;
     for (int r = 0; r < rounds; r++)
-        if (apply_round(db, msgs, b->n, r, err, errlen) != 0)
+        if (apply_round(db, msgs, b->n, r, &b->counts, err, errlen) != 0)
             return -1;
     if (note_older_attempts(db, msgs, b->n, err, errlen) != 0 ||
+        record_after_cancel(db, msgs, b->n, &b->counts, err, errlen) != 0 ||
         dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
         return -1;
     for (size_t i = 0; i < b->n; i++)
-        if (!msgs[i].in.reason[0] || msgs[i].older_attempt) {
+        if (!msgs[i].in.reason[0] || msgs[i].older_attempt || msgs[i].wrong_worker) {
             b->counts.results_applied += msgs[i].applied;
             b->counts.results_stale += !msgs[i].applied;
         }
@@ -487,11 +580,30 @@ static void mark_unprocessable(result_msg_t *m)
     snprintf(m->in.reason, sizeof m->in.reason, "unprocessable_result");
 }
 
+/* per_worker: the worker a report speaks for is its sender, as the broker vouches for it; a
+ * report naming another worker, or none, is refused whatever else is wrong with it (and never
+ * fails the attempt it names). -1 when refused. */
+static int check_sender(result_msg_t *m, const mq_delivery_t *d)
+{
+    char err[ERRBUF_SIZE];
+    if (!ident_per_worker())
+        return 0;
+    m->in.d = d;
+    if (ident_check_worker(d, m->worker, err, sizeof err) != 0)
+        return inmsg_reject(&m->in, IDENT_REASON, "%s", err);
+    if (!ids_worker_valid(d->user_id))
+        return inmsg_reject(&m->in, IDENT_REASON, "sent by broker user '%s', not a worker id",
+                            d->user_id);
+    snprintf(m->worker, sizeof m->worker, "%s", d->user_id);
+    return 0;
+}
+
 static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
     (void)queue;
     result_msg_t *m = item;
-    if (parse_result(m, d) != 0 && m->completion && m->attempt >= 1)
+    int rc = parse_result(m, d);
+    if (check_sender(m, d) == 0 && rc != 0 && m->completion && m->attempt >= 1)
         mark_unprocessable(m);
 }
 
@@ -505,9 +617,16 @@ static void log_outcome(const void *item, const char *queue)
         log_kv(LOG_WARN, "result of an older attempt: a copy of an earlier dispatch ran too",
                "execution_id", id, "attempt", attempt, "worker", m->worker, "error", m->in.error,
                NULL);
+    } else if (m->wrong_worker) {
+        log_kv(LOG_WARN, "report from a worker the execution was not dispatched to: ignored",
+               "execution_id", id, "attempt", attempt, "worker", m->worker, "error", m->in.error,
+               NULL);
     } else if (m->unprocessable) {
         log_kv(LOG_WARN, "completion cannot be applied: execution failed", "execution_id", id,
                "attempt", attempt, "worker", m->worker, "error", m->in.error, NULL);
+    } else if (!strcmp(m->in.reason, IDENT_REASON)) {
+        log_kv(LOG_WARN, "report refused: not sent by the worker it speaks for", "execution_id", id,
+               "error", m->in.error, NULL);
     } else if (m->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable result message stored as a dead letter", "reason",
                m->in.reason, "error", m->in.error, "queue", queue, NULL);

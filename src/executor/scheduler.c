@@ -475,9 +475,13 @@ static void publish(sched_t *s, sched_batch_t *b)
         job_of[m++] = i;
     }
     /* results[] says how each one ended; the overall status adds nothing. */
+    int64_t t0 = now_mono_ms();
     if (m > 0 && mq_publish_batch(s->pub, msgs, m, results) != MQ_OK)
         log_kv(LOG_DEBUG, "some dispatches were not confirmed", NULL);
+    if (m > 0)
+        metrics_hist_observe(&s->stats->dispatch_latency, (double)(now_mono_ms() - t0) / 1000.0);
     for (size_t k = 0; k < m; k++) {
+        stats_confirm(s->stats, results[k]);
         if (results[k] == MQ_OK)
             publish_confirmed(s, &b->jobs[job_of[k]]);
         else if (mq_status_maybe_delivered(results[k]))

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "executor/stats.h"
 #include "warren/log.h"
+#include "warren/mq.h"
 
 void stats_dead_letter(executor_stats_t *s, const char *reason, uint64_t n)
 {
@@ -35,6 +36,11 @@ void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
 #undef STATS_ADD
     if (src->dead_letter_age_s > dst->dead_letter_age_s)
         dst->dead_letter_age_s = src->dead_letter_age_s;
+    for (size_t i = 0; i < sizeof dst->confirms / sizeof dst->confirms[0]; i++)
+        dst->confirms[i] += src->confirms[i];
+    metrics_hist_merge(&dst->dispatch_latency, &src->dispatch_latency);
+    metrics_hist_merge(&dst->submit_to_start, &src->submit_to_start);
+    metrics_hist_merge(&dst->start_to_end, &src->start_to_end);
     for (size_t i = 0; i < src->n_reasons; i++)
         stats_dead_letter(dst, src->dead_letters[i].reason, src->dead_letters[i].count);
     dst->dead_letters_other += src->dead_letters_other;
@@ -71,4 +77,124 @@ void stats_log(const executor_stats_t *s, breaker_state_t breaker, uint64_t db_e
            "dead_letter_age_s", age_t, "db_errors", db_t, "breaker", breaker_state_name(breaker),
            NULL);
 #undef STATS_KV
+}
+
+void stats_confirm(executor_stats_t *s, int status)
+{
+    switch (status) {
+    case MQ_OK: s->confirms[STATS_CONFIRM_ACKED]++; break;
+    case MQ_ERR_NACKED: s->confirms[STATS_CONFIRM_NACKED]++; break;
+    case MQ_ERR_RETURNED: s->confirms[STATS_CONFIRM_RETURNED]++; break;
+    case MQ_ERR_TIMEOUT: s->confirms[STATS_CONFIRM_TIMEOUT]++; break;
+    default: s->confirms[STATS_CONFIRM_FAILED]++; break;
+    }
+}
+
+void stats_init(executor_stats_t *s)
+{
+    metrics_hist_init(&s->dispatch_latency, metrics_fast_bounds, metrics_fast_bounds_len);
+    metrics_hist_init(&s->submit_to_start, metrics_seconds_bounds, metrics_seconds_bounds_len);
+    metrics_hist_init(&s->start_to_end, metrics_seconds_bounds, metrics_seconds_bounds_len);
+}
+
+/* warren_dead_letters_total{reason}: the reasons are machine words (bounded by the table). */
+static void collect_dead_letters(metrics_out_t *o, void *arg)
+{
+    const executor_stats_t *s = arg;
+    metrics_family(o, "warren_dead_letters_total", "counter",
+                   "Rows written to dead_letters, by reason");
+    char labels[128];
+    for (size_t i = 0; i < s->n_reasons; i++) {
+        labels[0] = '\0';
+        (void)metrics_label(labels, sizeof labels, "reason", s->dead_letters[i].reason);
+        metrics_sample_u64(o, "warren_dead_letters_total", labels, s->dead_letters[i].count);
+    }
+    metrics_sample_u64(o, "warren_dead_letters_total", "reason=\"other\"", s->dead_letters_other);
+}
+
+int stats_register(executor_stats_t *s, metrics_registry_t *r)
+{
+    static const char *const outcomes[] = {"acked", "nacked", "returned", "timeout", "failed"};
+    const struct {
+        const char *name, *labels, *help;
+        const uint64_t *v;
+    } counters[] = {
+        {"warren_scheduler_ticks_total", "", "Scheduler ticks", &s->sched_ticks},
+        {"warren_dispatches_total", "result=\"confirmed\"",
+         "Dispatches by result: confirmed by the broker, refused (moved back to requested), no "
+         "answer (left scheduled)",
+         &s->dispatched},
+        {"warren_dispatches_total", "result=\"unconfirmed\"", NULL, &s->dispatch_failed},
+        {"warren_dispatches_total", "result=\"unknown\"", NULL, &s->dispatch_unknown},
+        {"warren_dispatch_reverts_total", "",
+         "Unconfirmed dispatches moved back to requested by the compare-and-swap",
+         &s->dispatch_reverted},
+        {"warren_results_total", "applied=\"true\"",
+         "Worker status reports and completions, applied or changing nothing (stale)",
+         &s->results_applied},
+        {"warren_results_total", "applied=\"false\"", NULL, &s->results_stale},
+        {"warren_results_unprocessable_total", "",
+         "Completions that could not be applied: their attempt failed", &s->results_unprocessable},
+        {"warren_results_after_cancel_total", "",
+         "Worker reports that arrived after a cancel and were kept in the history only",
+         &s->results_after_cancel},
+        {"warren_heartbeats_total", "", "Worker heartbeats applied", &s->heartbeats},
+        {"warren_monitor_transitions_total", "to=\"failed\",reason=\"scheduled_timeout\"",
+         "Executions the timeout monitor moved, by status reached and reason (a canceling one "
+         "whose worker is gone or silent becomes cancelled, counted as abandoned)",
+         &s->monitor_failed},
+        {"warren_monitor_transitions_total", "to=\"abandoned\",reason=\"worker_stale\"", NULL,
+         &s->monitor_abandoned},
+        {"warren_monitor_transitions_total", "to=\"abandoned\",reason=\"worker_restarted\"", NULL,
+         &s->abandoned_restarted},
+        {"warren_monitor_transitions_total", "to=\"abandoned\",reason=\"running_timeout\"", NULL,
+         &s->abandoned_timeout},
+        {"warren_monitor_transitions_total", "to=\"requested\",reason=\"unconfirmed\"", NULL,
+         &s->monitor_redispatched},
+        {"warren_dead_letter_executions_failed_total", "",
+         "Executions failed because their dispatch was dead-lettered", &s->dlq_failed_executions},
+        {"warren_dead_letter_duplicates_total", "",
+         "Redelivered dead letters whose row already existed", &s->dead_letter_duplicates},
+        {"warren_poison_stored_total", "",
+         "Unreadable messages (results, heartbeats, dead letters) stored as dead_letters rows",
+         &s->poison_stored},
+        {"warren_batches_retried_total", "", "Consumer batches kept unacked after a database error",
+         &s->batches_retried},
+        {"warren_acks_failed_total", "", "Acks after commit that did not reach the broker",
+         &s->acks_failed},
+        {"warren_cancels_total", "",
+         "Cancels applied through the API (the CLI on the database URL is not counted here)",
+         &s->cancels_requested},
+        {"warren_cancel_messages_total", "result=\"confirmed\"",
+         "Cancel control messages to workers, confirmed or not", &s->cancel_messages},
+        {"warren_cancel_messages_total", "result=\"unconfirmed\"", NULL,
+         &s->cancel_messages_failed},
+    };
+    for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
+        const char *help = counters[i].help ? counters[i].help : counters[i - 1].help;
+        if (metrics_add_u64(r, METRIC_COUNTER, counters[i].name, help, counters[i].labels,
+                            counters[i].v) != 0)
+            return -1;
+    }
+    for (size_t i = 0; i < sizeof outcomes / sizeof outcomes[0]; i++) {
+        char labels[64] = "";
+        (void)metrics_label(labels, sizeof labels, "outcome", outcomes[i]);
+        if (metrics_add_u64(r, METRIC_COUNTER, "warren_dispatch_confirms_total",
+                            "Dispatch publishes by how the broker answered: acked, nacked, "
+                            "returned (unroutable), timeout, failed (connection, breaker)",
+                            labels, &s->confirms[i]) != 0)
+            return -1;
+    }
+    if (metrics_add_hist(r, "warren_dispatch_publish_seconds",
+                         "Time of one dispatch publish batch, from the first write to the last "
+                         "confirm",
+                         "", &s->dispatch_latency) != 0 ||
+        metrics_add_hist(r, "warren_execution_start_delay_seconds",
+                         "Time from submission to the worker's running report", "",
+                         &s->submit_to_start) != 0 ||
+        metrics_add_hist(r, "warren_execution_run_seconds",
+                         "Time from the start to the end of an execution, as recorded", "",
+                         &s->start_to_end) != 0)
+        return -1;
+    return metrics_add_collector(r, collect_dead_letters, s);
 }

@@ -1,17 +1,19 @@
 /*
  * The executor's counters, in one place: every module bumps them here, and the periodic stats
- * log line (and later /metrics) reads them here.
+ * log line and /metrics read them here.
  */
 #ifndef WARREN_EXECUTOR_STATS_H
 #define WARREN_EXECUTOR_STATS_H
 
 #include "warren/breaker.h"
 #include "warren/common.h"
+#include "warren/metrics.h"
 
 #define STATS_MAX_REASONS 24
 
 /* X(name): every counter, in the order of the stats log line. Adding a counter is one line
- * here: the struct, stats_merge() and stats_log() are built from this list. */
+ * here: the struct, stats_merge() and stats_log() are built from this list; its name in
+ * /metrics is one line of stats_register(). */
 #define EXECUTOR_COUNTERS(X)                                                                       \
     X(sched_ticks)            /* scheduler rounds run */                                           \
     X(dispatched)             /* dispatches confirmed by the broker */                             \
@@ -30,7 +32,12 @@
     X(dlq_failed_executions)  /* executions failed because their dispatch dead-lettered */         \
     X(dead_letter_duplicates) /* redeliveries whose row already existed */                         \
     X(batches_retried)        /* batches kept unacked after a database error */                    \
-    X(acks_failed)            /* acks after commit that did not reach the broker */
+    X(acks_failed)            /* acks after commit that did not reach the broker */                \
+    X(poison_stored)          /* unreadable messages kept as dead_letters rows */                  \
+    X(results_after_cancel)   /* reports that arrived after a cancel, kept in the history */       \
+    X(cancels_requested)      /* cancels applied (requested/scheduled/running) */                  \
+    X(cancel_messages)        /* control messages confirmed to a worker */                         \
+    X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
 
 typedef struct executor_stats {
 #define STATS_FIELD(name) uint64_t name;
@@ -38,6 +45,10 @@ typedef struct executor_stats {
 #undef STATS_FIELD
     uint64_t dead_letter_age_s; /* the longest a dead letter waited unconsumed: recorded since the
                                  * last stats line, or held unacked now (a maximum, not a sum) */
+    uint64_t confirms[5];       /* dispatch publishes by outcome: STATS_CONFIRM_* */
+    metrics_hist_t dispatch_latency; /* seconds of one publish batch, write to last confirm */
+    metrics_hist_t submit_to_start;  /* seconds from created_at to started_at */
+    metrics_hist_t start_to_end;     /* seconds from started_at to ended_at */
     struct {
         char reason[64];
         uint64_t count;
@@ -45,6 +56,23 @@ typedef struct executor_stats {
     size_t n_reasons;
     uint64_t dead_letters_other; /* reasons beyond the table */
 } executor_stats_t;
+
+/* How a dispatch publish ended, for warren_dispatch_confirms_total{outcome}. */
+enum {
+    STATS_CONFIRM_ACKED = 0,
+    STATS_CONFIRM_NACKED,
+    STATS_CONFIRM_RETURNED,
+    STATS_CONFIRM_TIMEOUT,
+    STATS_CONFIRM_FAILED
+};
+/* Count one publish that ended with status (mq_status_t). */
+void stats_confirm(executor_stats_t *s, int status);
+
+/* Set up the histograms of a stats struct that /metrics serves. */
+void stats_init(executor_stats_t *s);
+/* Name every counter and histogram of s in the registry (s must outlive it), plus a collector
+ * for the dead letters by reason. -1 when out of memory. */
+int stats_register(executor_stats_t *s, metrics_registry_t *r) WARN_UNUSED;
 
 void stats_dead_letter(executor_stats_t *s, const char *reason, uint64_t n);
 uint64_t stats_dead_letters(const executor_stats_t *s, const char *reason);

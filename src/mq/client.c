@@ -58,7 +58,52 @@ void mq_options_from_config(mq_options_t *o, const warren_config_t *cfg, const c
     o->breaker_failure_threshold = cfg->circuit_breaker.messaging.failure_threshold;
     o->breaker_success_threshold = cfg->circuit_breaker.messaging.success_threshold;
     o->breaker_open_timeout_s = cfg->circuit_breaker.messaging.open_timeout_s;
+    o->max_body_bytes = (size_t)cfg->message_queue.max_body_bytes;
     o->app_id = app_id;
+    o->tls = (mq_tls_t){.ca_file = cfg->rabbitmq.tls.ca_file,
+                        .cert_file = cfg->rabbitmq.tls.cert_file,
+                        .key_file = cfg->rabbitmq.tls.key_file,
+                        .verify_peer = cfg->rabbitmq.tls.verify_peer,
+                        .verify_hostname = cfg->rabbitmq.tls.verify_hostname};
+}
+
+/* amqp_parse_url() writes into the text it parses: it gets a copy, which the caller frees
+ * with free(*copy), also on failure. */
+static int parse_url(const char *url, char **copy, struct amqp_connection_info *u)
+{
+    *copy = strdup(url);
+    return *copy && amqp_parse_url(*copy, u) == AMQP_STATUS_OK ? 0 : -1;
+}
+
+int mq_url_user(const char *url, char *buf, size_t len)
+{
+    char *copy;
+    struct amqp_connection_info u;
+    int rc = parse_url(url ? url : "", &copy, &u);
+    if (rc == 0 && (size_t)snprintf(buf, len, "%s", u.user) >= len)
+        rc = -1;
+    free(copy);
+    return rc;
+}
+
+int mq_check_options(const mq_options_t *o, char *err, size_t errlen)
+{
+    char *copy;
+    struct amqp_connection_info u;
+    int rc = parse_url(o->url ? o->url : "", &copy, &u);
+    if (rc != 0)
+        snprintf(err, errlen, "cannot parse the RabbitMQ URL (amqp:// or amqps://)");
+    else if (u.ssl)
+        rc = mq_tls_check(&o->tls, err, errlen);
+    free(copy);
+    return rc;
+}
+
+/* NULL stays NULL; false when a copy could not be made. */
+static bool copy_string(const char *s, char **out)
+{
+    *out = s ? strdup(s) : NULL;
+    return !s || *out;
 }
 
 static int or_default(int v, int def)
@@ -92,17 +137,24 @@ mq_client_t *mq_new(const mq_options_t *opts)
         return NULL;
     c->url = strdup(opts->url ? opts->url : "amqp://guest:guest@127.0.0.1:5672/");
     c->app_id = strdup(opts->app_id ? opts->app_id : "warren");
-    if (!c->url || !c->app_id) {
+    if (!c->url || !c->app_id || !copy_string(opts->tls.ca_file, &c->ca_file) ||
+        !copy_string(opts->tls.cert_file, &c->cert_file) ||
+        !copy_string(opts->tls.key_file, &c->key_file)) {
         mq_destroy(c);
         return NULL;
     }
     c->opts = *opts;
     c->opts.url = c->url;
     c->opts.app_id = c->app_id;
+    c->opts.tls.ca_file = c->ca_file;
+    c->opts.tls.cert_file = c->cert_file;
+    c->opts.tls.key_file = c->key_file;
     c->opts.heartbeat_s = opts->heartbeat_s > 0 ? opts->heartbeat_s : 0;
     c->opts.prefetch = opts->prefetch > 0 ? opts->prefetch : 0;
     c->opts.connect_timeout_ms = or_default(opts->connect_timeout_ms, DEFAULT_TIMEOUT_MS);
     c->opts.publish_timeout_ms = or_default(opts->publish_timeout_ms, DEFAULT_TIMEOUT_MS);
+    if (c->opts.max_body_bytes == 0)
+        c->opts.max_body_bytes = MQ_DEFAULT_MAX_BODY_BYTES;
     breaker_init(&c->breaker, "messaging", 0, 0, 0);
     set_breaker_limits(c, opts);
     backoff_init(&c->backoff, RECONNECT_BASE_MS, RECONNECT_CAP_MS);
@@ -120,6 +172,9 @@ void mq_destroy(mq_client_t *c)
     confirm_free(&c->confirms);
     free(c->url);
     free(c->app_id);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
     free(c);
 }
 
@@ -273,24 +328,35 @@ static int login(mq_client_t *c, const struct amqp_connection_info *u)
     amqp_rpc_reply_t r = amqp_login_with_properties(c->conn, u->vhost, 0, AMQP_DEFAULT_FRAME_SIZE,
                                                     c->opts.heartbeat_s, &table,
                                                     AMQP_SASL_METHOD_PLAIN, u->user, u->password);
+    if (u->ssl && r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+        r.library_error == AMQP_STATUS_SSL_ERROR) {
+        char why[ERRBUF_SIZE - 16];
+        mq_tls_describe(r.library_error, u->host, u->port, &c->opts.tls, why, sizeof why);
+        mq_set_error(c, "login: %s", why);
+        return -1;
+    }
     return reply_ok(c, r, "login") ? 0 : -1;
 }
 
 static int open_socket(mq_client_t *c, const struct amqp_connection_info *u)
 {
-    if (u->ssl) {
-        mq_set_error(c, "amqps:// is not supported");
-        return -1;
-    }
-    amqp_socket_t *sock = amqp_tcp_socket_new(c->conn);
+    char why[ERRBUF_SIZE] = "cannot create socket";
+    amqp_socket_t *sock = u->ssl ? mq_tls_socket(c->conn, &c->opts.tls, why, sizeof why)
+                                 : amqp_tcp_socket_new(c->conn);
     if (!sock) {
-        mq_set_error(c, "cannot create socket");
+        mq_set_error(c, "%s", why);
         return -1;
     }
+    /* TCP connect and, for amqps://, the TLS handshake with its certificate checks. */
     struct timeval tv = evloop_tv(c->opts.connect_timeout_ms);
     int rc = amqp_socket_open_noblock(sock, u->host, u->port, &tv);
     if (rc != AMQP_STATUS_OK) {
-        mq_set_error(c, "connect %s:%d: %s", u->host, u->port, amqp_error_string2(rc));
+        if (u->ssl)
+            mq_tls_describe(rc, u->host, u->port, &c->opts.tls, why, sizeof why);
+        else
+            snprintf(why, sizeof why, "connect %s:%d: %s", u->host, u->port,
+                     amqp_error_string2(rc));
+        mq_set_error(c, "%s", why);
         return -1;
     }
     /* Bound the login handshake and every synchronous RPC (declare, consume, close). */
@@ -312,29 +378,38 @@ static void drop_connection(mq_client_t *c)
     c->blocked = false;
 }
 
+/* A connection without TLS says so; one whose broker identity goes unchecked warns. */
+static void log_connected(const mq_client_t *c, const struct amqp_connection_info *u)
+{
+    bool unverified = u->ssl && !(c->opts.tls.verify_peer && c->opts.tls.verify_hostname);
+    const char *tls = unverified ? "unverified" : "verified";
+    log_kv(unverified ? LOG_WARN : LOG_INFO, "connected to RabbitMQ", "host", u->host, "vhost",
+           u->vhost, "tls", u->ssl ? tls : "off", NULL);
+}
+
 static int do_connect(mq_client_t *c)
 {
-    char *url = strdup(c->url);
+    char *url;
     struct amqp_connection_info u;
     int rc = -1;
-    if (!url) {
-        mq_set_error(c, "out of memory");
-        return -1;
-    }
-    if (amqp_parse_url(url, &u) != AMQP_STATUS_OK) {
-        mq_set_error(c, "cannot parse the RabbitMQ URL");
+    if (parse_url(c->url, &url, &u) != 0) {
+        mq_set_error(c, url ? "cannot parse the RabbitMQ URL" : "out of memory");
         free(url);
         return -1;
     }
     c->conn = amqp_new_connection();
     if (!c->conn)
         mq_set_error(c, "out of memory");
+    else if (strlen(u.user) > MQ_USER_MAX)
+        mq_set_error(c, "the RabbitMQ user name is longer than %d bytes", MQ_USER_MAX);
     else if (open_socket(c, &u) == 0 && login(c, &u) == 0 && open_channel(c) == 0)
         rc = 0;
+    if (rc == 0)
+        snprintf(c->user, sizeof c->user, "%s", u.user);
     if (rc != 0)
         drop_connection(c);
     else
-        log_kv(LOG_INFO, "connected to RabbitMQ", "host", u.host, "vhost", u.vhost, NULL);
+        log_connected(c, &u);
     free(url);
     return rc;
 }

@@ -338,22 +338,51 @@ int cancel_from_payload(json_object *payload, cancel_request_t *out, char *err, 
     return 0;
 }
 
+json_object *cancel_to_payload(const cancel_request_t *c)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    json_object_object_add(o, "execution_id", json_object_new_int64(c->execution_id));
+    json_object_object_add(o, "attempt", json_object_new_int(c->attempt));
+    json_object_object_add(o, "worker_id", json_object_new_string(c->worker_id));
+    json_object_object_add(o, "requested_by", json_object_new_string(c->requested_by));
+    return o;
+}
+
 /* ---- ids ---- */
+
+/* Kernel randomness; without it ids could collide, which nothing may rely on: abort. */
+static void random_bytes(unsigned char *b, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = getrandom(b + got, n - got, 0);
+        if (r > 0)
+            got += (size_t)r;
+        else if (errno != EINTR)
+            abort();
+    }
+}
 
 void envelope_new_id(char *buf, size_t len)
 {
     unsigned char b[16];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t n = getrandom(b + got, sizeof b - got, 0);
-        if (n > 0)
-            got += (size_t)n;
-        else if (errno != EINTR)
-            abort(); /* no kernel randomness: ids could collide, which nothing may rely on */
-    }
+    random_bytes(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
     snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
              b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
              b[14], b[15]);
+}
+
+void envelope_new_incarnation(char *buf, size_t len)
+{
+    unsigned char b[INCARNATION_LEN / 2];
+    random_bytes(b, sizeof b);
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof b && n + 3 <= len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%02x", b[i]);
+    if (len > 0)
+        buf[n < len ? n : len - 1] = '\0';
 }

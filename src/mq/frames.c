@@ -1,9 +1,11 @@
 /* MessageClient frame handling: confirms, returns, deliveries and asynchronous broker methods. */
 #include <amqp.h> /* before amqp_framing.h, which needs its types */
 #include <amqp_framing.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "mq/body.h"
 #include "mq/mq_internal.h"
 #include "warren/evloop.h"
 #include "warren/log.h"
@@ -55,14 +57,32 @@ void mq_free_delivery(mq_client_t *c, mq_delivery_t *d)
     free(d->correlation_id);
     free(d->type);
     free(d->content_type);
+    free(d->user_id);
     amqp_destroy_envelope(&rec->env);
     free(rec);
 }
 
-/* Takes ownership of env (also on failure). */
-static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env)
+void mq_oversized_text(const mq_delivery_t *d, char *buf, size_t len)
+{
+    snprintf(buf, len,
+             "body of %" PRIu64 " bytes exceeds message_queue.max_body_bytes (%zu); only its first "
+             "%zu bytes were kept",
+             d->body_size, d->body_limit, d->body_len);
+}
+
+/* A message's content as read here: its properties in msg.pool, its body (or the body's prefix
+ * when it is over the limit) malloc'd, as amqp_destroy_message() frees them. */
+typedef struct content {
+    amqp_message_t msg;
+    uint64_t size; /* announced */
+    bool cut;      /* over the limit: msg.body is the prefix */
+} content_t;
+
+/* Takes over env and the content (also on failure). */
+static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env, const content_t *ct)
 {
     delivery_rec_t *rec = calloc(1, sizeof *rec);
+    env->message = ct->msg;
     if (!rec) {
         amqp_destroy_envelope(env);
         return NULL;
@@ -81,9 +101,13 @@ static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env)
     d->correlation_id = dup_prop(p, AMQP_BASIC_CORRELATION_ID_FLAG, p->correlation_id, &oom);
     d->type = dup_prop(p, AMQP_BASIC_TYPE_FLAG, p->type, &oom);
     d->content_type = dup_prop(p, AMQP_BASIC_CONTENT_TYPE_FLAG, p->content_type, &oom);
+    d->user_id = dup_prop(p, AMQP_BASIC_USER_ID_FLAG, p->user_id, &oom);
     d->timestamp = (p->_flags & AMQP_BASIC_TIMESTAMP_FLAG) ? (int64_t)p->timestamp : 0;
     d->body = rec->env.message.body.bytes;
     d->body_len = rec->env.message.body.len;
+    d->body_size = ct->size;
+    d->oversized = ct->cut;
+    d->body_limit = c->opts.max_body_bytes;
     if (p->_flags & AMQP_BASIC_HEADERS_FLAG)
         d->headers = p->headers;
     if (oom) {
@@ -141,21 +165,150 @@ void mq_stash_discard(mq_client_t *c)
     }
 }
 
-/* amqp_read_message failed after a method frame: the content frames never came. */
-static void content_failed(mq_client_t *c, amqp_rpc_reply_t r, const char *what)
+static void handle_method(mq_client_t *c, const amqp_frame_t *f);
+static void on_channel_close(mq_client_t *c, const amqp_frame_t *f);
+
+/* The content of a delivery or return cannot be read to its end: the connection is out of step. */
+static void content_lost(mq_client_t *c, const char *what, const char *why)
 {
-    char why[ERRBUF_SIZE - 64], text[ERRBUF_SIZE];
-    mq_describe_reply(r, why, sizeof why);
+    char text[ERRBUF_SIZE];
     snprintf(text, sizeof text, "reading %s: %s", what, why);
-    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
-        amqp_channel_close_ok_t ok = {0};
-        if (amqp_send_method(c->conn, MQ_CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) ==
-            AMQP_STATUS_OK) {
-            (void)mq_channel_closed(c, text);
-            return;
-        }
-    }
     mq_connection_lost(c, text);
+}
+
+/*
+ * The next frame of a message's content on channel ch, each within the RPC bound. Methods on
+ * other channels (the connection's on 0: blocked, close) may come between content frames and
+ * are handled as usual; heartbeats the library answers itself. 1 with a header or body frame in
+ * *f; 0 when the connection or the channel is gone (handled).
+ */
+static int content_frame(mq_client_t *c, amqp_channel_t ch, amqp_frame_t *f, const char *what)
+{
+    for (;;) {
+        struct timeval tv = evloop_tv(c->opts.connect_timeout_ms);
+        int rc = amqp_simple_wait_frame_noblock(c->conn, f, &tv);
+        if (rc != AMQP_STATUS_OK) {
+            char why[96];
+            snprintf(why, sizeof why, "no frame of it for %d ms", c->opts.connect_timeout_ms);
+            content_lost(c, what, rc == AMQP_STATUS_TIMEOUT ? why : amqp_error_string2(rc));
+            return 0;
+        }
+        bool method = f->frame_type == AMQP_FRAME_METHOD;
+        if (f->channel != ch && method) {
+            handle_method(c, f);
+            if (!c->conn)
+                return 0;
+            amqp_maybe_release_buffers_on_channel(c->conn, f->channel);
+            continue;
+        }
+        if (f->channel == ch && !method)
+            return 1;
+        if (method && f->payload.method.id == AMQP_CHANNEL_CLOSE_METHOD)
+            on_channel_close(c, f);
+        else
+            content_lost(c, what, "a frame that is no part of it came in between");
+        return 0;
+    }
+}
+
+/* A header frame's properties point into the channel's frame pool, which is recycled while the
+ * body is read: copy them, strings and headers, into the message's own pool. */
+static int copy_properties(const amqp_basic_properties_t *from, amqp_message_t *msg)
+{
+    amqp_basic_properties_t *to = &msg->properties;
+    *to = *from;
+    struct {
+        amqp_flags_t flag;
+        amqp_bytes_t *value;
+    } strings[] = {
+        {AMQP_BASIC_CONTENT_TYPE_FLAG, &to->content_type},
+        {AMQP_BASIC_CONTENT_ENCODING_FLAG, &to->content_encoding},
+        {AMQP_BASIC_CORRELATION_ID_FLAG, &to->correlation_id},
+        {AMQP_BASIC_REPLY_TO_FLAG, &to->reply_to},
+        {AMQP_BASIC_EXPIRATION_FLAG, &to->expiration},
+        {AMQP_BASIC_MESSAGE_ID_FLAG, &to->message_id},
+        {AMQP_BASIC_TYPE_FLAG, &to->type},
+        {AMQP_BASIC_USER_ID_FLAG, &to->user_id},
+        {AMQP_BASIC_APP_ID_FLAG, &to->app_id},
+        {AMQP_BASIC_CLUSTER_ID_FLAG, &to->cluster_id},
+    };
+    for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++) {
+        amqp_bytes_t in_frame = *strings[i].value;
+        if (!(from->_flags & strings[i].flag) || in_frame.len == 0)
+            continue;
+        amqp_pool_alloc_bytes(&msg->pool, in_frame.len, strings[i].value);
+        if (!strings[i].value->bytes)
+            return -1;
+        memcpy(strings[i].value->bytes, in_frame.bytes, in_frame.len);
+    }
+    if ((from->_flags & AMQP_BASIC_HEADERS_FLAG) &&
+        amqp_table_clone(&from->headers, &to->headers, &msg->pool) != AMQP_STATUS_OK)
+        return -1;
+    return 0;
+}
+
+/* The body frames up to the size the header announced, into acc; the frame pool is recycled
+ * after each one, so memory stays flat however big the body is. 0, or -1 (handled). */
+static int read_body(mq_client_t *c, amqp_channel_t ch, body_acc_t *acc, const char *what)
+{
+    while (!body_acc_complete(acc)) {
+        amqp_frame_t f;
+        if (!content_frame(c, ch, &f, what))
+            return -1;
+        const char *bad = NULL;
+        if (f.frame_type != AMQP_FRAME_BODY)
+            bad = "a frame other than a body frame inside the body";
+        else if (body_acc_add(acc, f.payload.body_fragment.bytes, f.payload.body_fragment.len))
+            bad = "more body bytes than its header announced";
+        if (bad) {
+            content_lost(c, what, bad);
+            return -1;
+        }
+        amqp_maybe_release_buffers_on_channel(c->conn, ch);
+    }
+    return 0;
+}
+
+/*
+ * After a basic.deliver or basic.return on ch: the header frame, then the body. A body over
+ * max_body_bytes is never held whole, whatever its header announces: its frames are read and
+ * dropped as they come, keeping the first MQ_BODY_PREFIX_BYTES (ct->cut). 0 with ct filled (free
+ * it with amqp_destroy_message), or -1 when the connection or the channel went (handled).
+ */
+static int read_content(mq_client_t *c, amqp_channel_t ch, content_t *ct, const char *what)
+{
+    amqp_frame_t f;
+    body_acc_t acc;
+    memset(ct, 0, sizeof *ct);
+    if (!content_frame(c, ch, &f, what))
+        return -1;
+    if (f.frame_type != AMQP_FRAME_HEADER) {
+        content_lost(c, what, "a body frame before the header frame");
+        return -1;
+    }
+    init_amqp_pool(&ct->msg.pool, 4096);
+    ct->size = f.payload.properties.body_size;
+    if (copy_properties(f.payload.properties.decoded, &ct->msg) != 0 ||
+        body_acc_start(&acc, ct->size, c->opts.max_body_bytes, MQ_BODY_PREFIX_BYTES) != 0) {
+        empty_amqp_pool(&ct->msg.pool);
+        content_lost(c, what, "out of memory");
+        return -1;
+    }
+    amqp_maybe_release_buffers_on_channel(c->conn, ch);
+    if (read_body(c, ch, &acc, what) != 0) {
+        body_acc_free(&acc);
+        empty_amqp_pool(&ct->msg.pool);
+        return -1;
+    }
+    ct->cut = acc.cut;
+    ct->msg.body = amqp_empty_bytes;
+    size_t len;
+    void *body = body_acc_take(&acc, &len);
+    if (len > 0)
+        ct->msg.body = (amqp_bytes_t){.len = len, .bytes = body};
+    else
+        free(body);
+    return 0;
 }
 
 static void on_deliver(mq_client_t *c, const amqp_frame_t *f)
@@ -169,15 +322,14 @@ static void on_deliver(mq_client_t *c, const amqp_frame_t *f)
     env.consumer_tag = amqp_bytes_malloc_dup(m->consumer_tag);
     env.exchange = amqp_bytes_malloc_dup(m->exchange);
     env.routing_key = amqp_bytes_malloc_dup(m->routing_key);
-    amqp_rpc_reply_t r = amqp_read_message(c->conn, f->channel, &env.message, 0);
-    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+    content_t ct;
+    if (read_content(c, f->channel, &ct, "a delivery") != 0) {
         amqp_bytes_free(env.consumer_tag);
         amqp_bytes_free(env.exchange);
         amqp_bytes_free(env.routing_key);
-        content_failed(c, r, "a delivery");
         return;
     }
-    mq_delivery_t *d = delivery_from(c, &env);
+    mq_delivery_t *d = delivery_from(c, &env, &ct);
     if (!d) {
         mq_connection_lost(c, "out of memory reading a delivery");
         return;
@@ -205,21 +357,18 @@ static void on_return(mq_client_t *c, const amqp_frame_t *f)
     char code[16], *exchange = dup_bytes(m->exchange), *key = dup_bytes(m->routing_key);
     char *text = dup_bytes(m->reply_text);
     snprintf(code, sizeof code, "%u", m->reply_code);
-    amqp_message_t msg;
-    amqp_rpc_reply_t r = amqp_read_message(c->conn, f->channel, &msg, 0);
-    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
-        content_failed(c, r, "a returned message");
-    } else {
+    content_t ct;
+    if (read_content(c, f->channel, &ct, "a returned message") == 0) {
+        const amqp_basic_properties_t *p = &ct.msg.properties;
         bool oom = false;
-        char *id = dup_prop(&msg.properties, AMQP_BASIC_MESSAGE_ID_FLAG, msg.properties.message_id,
-                            &oom);
+        char *id = dup_prop(p, AMQP_BASIC_MESSAGE_ID_FLAG, p->message_id, &oom);
         log_kv(LOG_WARN, "publish returned unroutable", "reply_code", code, "reply_text", text,
                "exchange", exchange, "routing_key", key, "message_id", id, NULL);
         mq_set_error(c, "returned: %s %.*s", code, utf8_prec(text ? text : "", 200),
                      text ? text : "");
         mark_returned(c, id ? id : "");
         free(id);
-        amqp_destroy_message(&msg);
+        amqp_destroy_message(&ct.msg);
     }
     free(exchange);
     free(key);

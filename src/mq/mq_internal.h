@@ -29,8 +29,9 @@ typedef struct mq_publish_wait {
 } mq_publish_wait_t;
 
 struct mq_client {
-    mq_options_t opts; /* strings point into url / app_id below */
-    char *url, *app_id;
+    mq_options_t opts; /* strings point into the copies below */
+    char *url, *app_id, *ca_file, *cert_file, *key_file;
+    char user[MQ_USER_MAX + 1];   /* the broker user of the last login: every publish's user_id */
     amqp_connection_state_t conn; /* NULL while disconnected */
     bool channel_open;
     uint64_t channel_gen; /* bumped on every channel open */
@@ -76,6 +77,19 @@ int mq_channel(const mq_client_t *c);
 int mq_reopen_channel(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* Describe an rpc reply ("404 NOT_FOUND - no exchange 'x'") into buf. */
 void mq_describe_reply(amqp_rpc_reply_t r, char *buf, size_t len);
+
+/* TLS (tls.c) */
+/* The TLS settings alone: files present and readable, a certificate with its key, no encrypted
+ * key. 0, or -1 with the reason in err. */
+int mq_tls_check(const mq_tls_t *t, char *err, size_t errlen) WARN_UNUSED;
+/* An SSL socket on conn (which owns it from then on) set up from t, after mq_tls_check().
+ * NULL with the reason in err. */
+amqp_socket_t *mq_tls_socket(amqp_connection_state_t conn, const mq_tls_t *t, char *err,
+                             size_t errlen);
+/* Why a TLS connection failed (amqp_socket_open_noblock(), or a library error after it), in
+ * the settings' terms. */
+void mq_tls_describe(int status, const char *host, int port, const mq_tls_t *t, char *buf,
+                     size_t len);
 
 /* Frames (frames.c) */
 /* Read and handle one frame, waiting until deadline_ms at most. Returns 1 when a frame was

@@ -41,6 +41,10 @@ static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_i
     p.message_id = amqp_cstring_bytes(message_id);
     p.timestamp = (uint64_t)(now_wall_ms() / 1000);
     p.app_id = amqp_cstring_bytes(c->app_id);
+    if (c->user[0]) { /* the broker refuses any other: a report cannot claim another sender */
+        p._flags |= AMQP_BASIC_USER_ID_FLAG;
+        p.user_id = amqp_cstring_bytes(c->user);
+    }
     if (m->correlation_id) {
         p._flags |= AMQP_BASIC_CORRELATION_ID_FLAG;
         p.correlation_id = amqp_cstring_bytes(m->correlation_id);

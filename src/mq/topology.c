@@ -181,6 +181,22 @@ int topo_declare_control(mq_client_t *c, const warren_config_t *cfg, const char 
     return apply_plan(c, &p, err, errlen);
 }
 
+int topo_queue_messages(mq_client_t *c, const char *queue, int64_t *messages, char *err,
+                        size_t errlen)
+{
+    if (!mq_connected(c)) {
+        snprintf(err, errlen, "not connected");
+        return -1;
+    }
+    amqp_queue_declare_ok_t *ok = amqp_queue_declare(mq_conn(c), (amqp_channel_t)mq_channel(c),
+                                                     amqp_cstring_bytes(queue), 1, 0, 0, 0,
+                                                     amqp_empty_table);
+    if (check_reply(c, "queue", queue, err, errlen) != 0 || !ok)
+        return -1;
+    *messages = ok->message_count;
+    return 0;
+}
+
 /* ---- verifying ---- */
 
 typedef struct verify {

@@ -9,6 +9,20 @@
 #define CAPTURE_MIN_ALLOC 4096
 #define RESULT_MAX_DEPTH 64
 
+/*
+ * The numbers PostgreSQL's numeric type, in which jsonb keeps every JSON number, can hold (its
+ * numeric.c: set_var_from_str and make_result; checked against PostgreSQL 15): a display scale
+ * (digits after the point as written, minus the exponent) of at most 16383, a weight (the
+ * position of the first significant base-10000 digit) that fits 16 bits, and an exponent below
+ * INT_MAX / 2 even when the value is zero.
+ */
+#define PG_NUMERIC_DSCALE_MAX 16383
+#define PG_NUMERIC_WEIGHT_MAX 32767
+#define PG_NUMERIC_WEIGHT_MIN (-32768)
+#define PG_NUMERIC_EXPONENT_LIMIT 1073741823
+#define PG_NUMERIC_DEC_DIGITS 4 /* decimal digits per base-10000 digit */
+#define UNSTORABLE_NUMBER "number out of range"
+
 void capture_init(capture_t *c, size_t cap, bool keep_tail)
 {
     memset(c, 0, sizeof *c);
@@ -122,9 +136,11 @@ static bool json_space(char ch)
 typedef struct jscan {
     const unsigned char *p, *end;
     int depth;
+    bool unstorable; /* a number jsonb cannot hold: valid JSON, but not a result */
 } jscan_t;
 
 static bool scan_value(jscan_t *s);
+static bool scan_number_syntax(jscan_t *s);
 
 static void skip_ws(jscan_t *s)
 {
@@ -158,7 +174,67 @@ static size_t scan_digits(jscan_t *s)
     return n;
 }
 
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Floor division by the digits of one base-10000 digit, for negative positions too. */
+static int64_t numeric_weight(int64_t decimal_position)
+{
+    return decimal_position >= 0 ? decimal_position / PG_NUMERIC_DEC_DIGITS
+                                 : -((-decimal_position - 1) / PG_NUMERIC_DEC_DIGITS + 1);
+}
+
+bool capture_number_storable(const char *num, size_t len)
+{
+    size_t i = 0;
+    int64_t int_digits = 0, frac_digits = 0, exponent = 0, first = -1; /* first: 10^first */
+    if (i < len && num[i] == '-')
+        i++;
+    for (; i < len && is_digit(num[i]); i++, int_digits++)
+        if (first < 0 && num[i] != '0')
+            first = int_digits; /* an index for now: the position once the length is known */
+    if (first >= 0)
+        first = int_digits - 1 - first;
+    else
+        first = INT64_MIN;
+    if (i < len && num[i] == '.')
+        for (i++; i < len && is_digit(num[i]); i++) {
+            frac_digits++;
+            if (first == INT64_MIN && num[i] != '0')
+                first = -frac_digits;
+        }
+    if (i < len && (num[i] == 'e' || num[i] == 'E')) {
+        bool negative = ++i < len && num[i] == '-';
+        if (i < len && (num[i] == '-' || num[i] == '+'))
+            i++;
+        for (; i < len && is_digit(num[i]); i++)
+            if (exponent < PG_NUMERIC_EXPONENT_LIMIT) /* saturates: more is refused anyway */
+                exponent = exponent * 10 + (num[i] - '0');
+        if (negative)
+            exponent = -exponent;
+    }
+    if (exponent >= PG_NUMERIC_EXPONENT_LIMIT || exponent <= -PG_NUMERIC_EXPONENT_LIMIT ||
+        frac_digits - exponent > PG_NUMERIC_DSCALE_MAX)
+        return false;
+    if (first == INT64_MIN) /* zero: no weight */
+        return true;
+    int64_t weight = numeric_weight(first + exponent);
+    return weight >= PG_NUMERIC_WEIGHT_MIN && weight <= PG_NUMERIC_WEIGHT_MAX;
+}
+
 static bool scan_number(jscan_t *s)
+{
+    const unsigned char *start = s->p;
+    if (!scan_number_syntax(s))
+        return false;
+    if (!capture_number_storable((const char *)start, (size_t)(s->p - start)))
+        s->unstorable = true;
+    return true;
+}
+
+static bool scan_number_syntax(jscan_t *s)
 {
     scan_char(s, '-');
     if (!scan_char(s, '0') && (s->p >= s->end || *s->p < '1' || *s->p > '9' || !scan_digits(s)))
@@ -288,18 +364,22 @@ static bool scan_value(jscan_t *s)
     }
 }
 
-/* True when text[0..len) is exactly one JSON value (surrounding whitespace allowed). */
-static bool is_one_json_value(const char *text, size_t len)
+/* True when text[0..len) is exactly one JSON value (surrounding whitespace allowed);
+ * *unstorable tells whether it holds a number jsonb cannot store. */
+static bool is_one_json_value(const char *text, size_t len, bool *unstorable)
 {
-    jscan_t s = {(const unsigned char *)text, (const unsigned char *)text + len, 0};
+    jscan_t s = {(const unsigned char *)text, (const unsigned char *)text + len, 0, false};
     skip_ws(&s);
     if (!scan_value(&s))
         return false;
     skip_ws(&s);
+    *unstorable = s.unstorable;
     return s.p == s.end;
 }
 
-static char *wrap_text(const char *text, size_t len, bool truncated)
+/* {"output": text} plus "truncated": true when it was cut, or "unstorable": why when it is
+ * JSON the executor could not store. */
+static char *wrap_text(const char *text, size_t len, bool truncated, const char *unstorable)
 {
     char *clean = utf8_clean(text, truncated ? len - utf8_partial_tail(text, len) : len);
     json_object *o = json_object_new_object();
@@ -308,6 +388,8 @@ static char *wrap_text(const char *text, size_t len, bool truncated)
         json_object_object_add(o, "output", json_object_new_string(clean));
         if (truncated)
             json_object_object_add(o, "truncated", json_object_new_boolean(1));
+        if (unstorable)
+            json_object_object_add(o, "unstorable", json_object_new_string(unstorable));
         const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                               JSON_C_TO_STRING_NOSLASHESCAPE);
         out = s ? strdup(s) : NULL;
@@ -317,15 +399,10 @@ static char *wrap_text(const char *text, size_t len, bool truncated)
     return out;
 }
 
-/* The trimmed text itself when it is one JSON value, else NULL (also on OOM). */
-static char *as_json_value(const char *text, size_t len)
-{
-    return is_one_json_value(text, len) ? strndup(text, len) : NULL;
-}
-
 char *capture_result_json(const char *text, size_t len, bool truncated, bool empty_is_object,
                           bool *oom)
 {
+    bool unstorable = false;
     *oom = false;
     while (len > 0 && json_space(text[0]))
         text++, len--;
@@ -336,10 +413,12 @@ char *capture_result_json(const char *text, size_t len, bool truncated, bool emp
         if (!empty_is_object)
             return NULL;
         out = strdup("{}");
+    } else if (truncated) {
+        out = wrap_text(text, len, true, NULL);
+    } else if (!is_one_json_value(text, len, &unstorable)) {
+        out = wrap_text(text, len, false, NULL);
     } else {
-        out = truncated ? NULL : as_json_value(text, len);
-        if (!out)
-            out = wrap_text(text, len, truncated);
+        out = unstorable ? wrap_text(text, len, false, UNSTORABLE_NUMBER) : strndup(text, len);
     }
     *oom = out == NULL;
     return out;

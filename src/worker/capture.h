@@ -38,12 +38,22 @@ char *capture_text(const capture_t *c);
 void capture_error_text(const char *text, char *dst, size_t cap);
 
 /*
+ * True when the JSON number num[0..len) (RFC 8259 syntax, already checked) is one PostgreSQL
+ * jsonb can store: at most 16383 digits of scale (digits after the point as written, less the
+ * exponent: 1e-16383 fits, 1e-16384 and 0.10e-16382 do not), a magnitude below 10^131072, and
+ * an exponent below 1073741823 even for zero. A completion holding any other number could never
+ * be stored, and its execution would never settle.
+ */
+bool capture_number_storable(const char *num, size_t len);
+
+/*
  * The JSON result for output text of len bytes: the text itself (trimmed) when it is exactly
  * one JSON value by RFC 8259, valid UTF-8, at most 64 levels deep and storable in PostgreSQL
- * jsonb (no \u0000, no lone surrogates); otherwise {"output": "<text>"}, plus "truncated": true
- * when the output was cut. Truncated output is never parsed. Empty output gives "{}" when
- * empty_is_object, else NULL. The caller frees it with free(); *oom is set when NULL came from
- * a failed allocation.
+ * jsonb (no \u0000, no lone surrogates, every number within capture_number_storable());
+ * otherwise {"output": "<text>"}, plus "truncated": true when the output was cut, or
+ * "unstorable": "number out of range" when it is JSON whose number jsonb refuses. Truncated
+ * output is never parsed. Empty output gives "{}" when empty_is_object, else NULL. The caller
+ * frees it with free(); *oom is set when NULL came from a failed allocation.
  */
 char *capture_result_json(const char *text, size_t len, bool truncated, bool empty_is_object,
                           bool *oom);

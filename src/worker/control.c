@@ -1,7 +1,8 @@
 /*
  * The worker's control queue worker.{id}.control, on a connection of its own: cancel requests
  * from the executor (ExecutionCancelRequested). A running execution's handler is stopped, a held
- * one is reported cancelled without starting, anything else is logged and ignored; every control
+ * one is reported cancelled without starting (unless it is a repeated dispatch of work that
+ * finished here: its completion is sent again), anything else is logged and ignored; every control
  * message is acked once acted on, and one that is not a valid cancel request for this worker is
  * dead-lettered. See docs/worker.md.
  */
@@ -74,6 +75,12 @@ static void cancel(worker_t *w, const cancel_request_t *c)
     }
     switch (x->stage) {
     case STAGE_HELD:
+        if (x->kept) { /* a repeated dispatch of work that finished here: that is its outcome */
+            ignore(w, c,
+                   "cancel of an execution this worker already finished: its completion is sent "
+                   "again");
+            break;
+        }
         log_cancel(w, c, LOG_INFO, "cancelling execution before it starts");
         intake_cancel_held(w, x);
         break;

@@ -12,6 +12,7 @@ static void record_free(execs_record_t *x)
 {
     free(x->tags);
     free(x->params);
+    free(x->kept);
     free(x);
 }
 
@@ -23,6 +24,8 @@ void execs_free(execs_t *t)
         record_free(x);
         x = next;
     }
+    for (size_t i = 0; i < t->recent_len; i++)
+        free(t->recent[i].kept);
     execs_init(t);
 }
 
@@ -53,17 +56,40 @@ execs_record_t *execs_add(execs_t *t, int64_t execution_id, int attempt)
     return x;
 }
 
-static void remember(execs_t *t, const execs_record_t *x)
+static void drop_kept(execs_t *t, execs_recent_t *r)
 {
-    t->recent[t->recent_next] = (execs_key_t){x->execution_id, x->attempt};
+    t->recent_bytes -= r->kept_bytes;
+    free(r->kept);
+    r->kept = NULL;
+    r->kept_bytes = 0;
+}
+
+/* Over the memory budget: the oldest completions go first (their keys stay). */
+static void reclaim(execs_t *t)
+{
+    size_t oldest = t->recent_len < EXECS_RECENT ? 0 : t->recent_next;
+    for (size_t i = 0; i < t->recent_len && t->recent_bytes > EXECS_RECENT_BYTES; i++)
+        drop_kept(t, &t->recent[(oldest + i) % EXECS_RECENT]);
+}
+
+/* Takes x's kept completion over. */
+static void remember(execs_t *t, execs_record_t *x)
+{
+    execs_recent_t *r = &t->recent[t->recent_next];
+    drop_kept(t, r); /* the oldest key, when the ring is full */
+    *r = (execs_recent_t){x->execution_id, x->attempt, x->kept, x->kept_bytes};
+    t->recent_bytes += x->kept_bytes;
+    x->kept = NULL;
+    x->kept_bytes = 0;
     t->recent_next = (t->recent_next + 1) % EXECS_RECENT;
     if (t->recent_len < EXECS_RECENT)
         t->recent_len++;
+    reclaim(t);
 }
 
 void execs_remove(execs_t *t, execs_record_t *x, bool finished)
 {
-    if (finished)
+    if (finished || x->kept)
         remember(t, x);
     if (x->prev)
         x->prev->next = x->next;
@@ -97,12 +123,30 @@ execs_record_t *execs_first_held(const execs_t *t)
     return NULL;
 }
 
-bool execs_recent(const execs_t *t, int64_t execution_id, int attempt)
+static const execs_recent_t *recent_find(const execs_t *t, int64_t execution_id, int attempt)
 {
     for (size_t i = 0; i < t->recent_len; i++)
         if (t->recent[i].execution_id == execution_id && t->recent[i].attempt == attempt)
-            return true;
-    return false;
+            return &t->recent[i];
+    return NULL;
+}
+
+bool execs_recent(const execs_t *t, int64_t execution_id, int attempt)
+{
+    return recent_find(t, execution_id, attempt) != NULL;
+}
+
+bool execs_recent_take(execs_t *t, int64_t execution_id, int attempt,
+                       report_msg_completion_t **kept, size_t *kept_bytes)
+{
+    execs_recent_t *r = (execs_recent_t *)recent_find(t, execution_id, attempt);
+    if (!r)
+        return false;
+    *kept = r->kept;
+    *kept_bytes = r->kept_bytes;
+    t->recent_bytes -= r->kept_bytes;
+    *r = (execs_recent_t){0}; /* a free slot: the ring overwrites it in turn */
+    return true;
 }
 
 int execs_add_tag(execs_record_t *x, uint64_t tag)

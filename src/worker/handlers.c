@@ -136,12 +136,49 @@ static int is_module(const struct dirent *d)
     return d->d_name[0] != '.' && has_suffix(d->d_name, ".so");
 }
 
+bool handlers_writable_by_others(const struct stat *st)
+{
+    return (st->st_mode & (S_IWGRP | S_IWOTH)) != 0;
+}
+
+/*
+ * A module runs inside the worker: only one that nobody but the worker's user (or root, who
+ * controls the worker anyway) can have written may load. 0, or -1 with the reason.
+ */
+static int module_trusted(const char *path, const char *name, char *err, size_t errlen)
+{
+    struct stat st;
+    uid_t me = geteuid();
+    if (stat(path, &st) < 0) {
+        snprintf(err, errlen, "%s: %s", name, strerror(errno));
+        return -1;
+    }
+    if (st.st_uid != me && st.st_uid != 0) {
+        snprintf(err, errlen,
+                 "%s: owned by uid %u, not by the worker's user (uid %u) or root: refused, since "
+                 "whoever owns it decides what runs inside the worker",
+                 name, (unsigned)st.st_uid, (unsigned)me);
+        return -1;
+    }
+    if (handlers_writable_by_others(&st)) {
+        snprintf(err, errlen,
+                 "%s: writable by its group or others (mode %03o): refused (chmod go-w)", name,
+                 (unsigned)(st.st_mode & 0777));
+        return -1;
+    }
+    return 0;
+}
+
 /* Load one module; 0 when its handler was added. The module stays open while registered. A
  * module exporting both descriptors is run as version 2. */
 static int load_module(handlers_t *r, const char *dir, const char *name)
 {
     char path[4096], err[ERRBUF_SIZE];
     snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (module_trusted(path, name, err, sizeof err) < 0) {
+        log_kv(LOG_ERROR, "handler module rejected", "module", path, "error", err, NULL);
+        return -1;
+    }
     void *module = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!module) {
         log_kv(LOG_ERROR, "handler module rejected", "module", path, "error", dlerror(), NULL);
@@ -192,23 +229,38 @@ int handlers_load_dir(handlers_t *r, const char *dir)
     return loaded;
 }
 
-static bool is_executable_file(const char *path)
+static bool is_executable_file(const char *path, struct stat *st)
+{
+    return stat(path, st) == 0 && S_ISREG(st->st_mode) && access(path, X_OK) == 0;
+}
+
+/* An executable only its owner can change: whoever can write it decides what the worker runs. */
+static bool is_handler_file(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+    return is_executable_file(path, &st) && !handlers_writable_by_others(&st);
 }
 
 int handlers_exec_path(const char *dir, const char *ref, char *path, size_t pathlen, char *err,
                        size_t errlen)
 {
+    struct stat st;
     if (!ids_action_ref_valid(ref)) {
         snprintf(err, errlen, "invalid action_ref '%.*s': %s", utf8_prec(ref ? ref : "", 64),
                  ref ? ref : "", IDS_ACTION_REF_RULE);
         return -1;
     }
     if (has_suffix(ref, ".so") || (size_t)snprintf(path, pathlen, "%s/%s", dir, ref) >= pathlen ||
-        !is_executable_file(path)) {
-        snprintf(err, errlen, "no handler for action '%s' (no executable %s/%s)", ref, dir, ref);
+        !is_executable_file(path, &st)) {
+        snprintf(err, errlen, "no handler for action '%s' (no executable %.*s/%s)", ref,
+                 utf8_prec(dir, 300), dir, ref);
+        return -1;
+    }
+    if (handlers_writable_by_others(&st)) {
+        snprintf(err, errlen,
+                 "handler %.*s is writable by its group or others (mode %03o): refused (chmod "
+                 "go-w)",
+                 utf8_prec(path, 300), path, (unsigned)(st.st_mode & 0777));
         return -1;
     }
     return 0;
@@ -235,7 +287,7 @@ static size_t collect_names(const handlers_t *r, const char *dir, struct dirent 
         out[count++] = r->entries[i].action_ref;
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
-        if (is_executable_file(path))
+        if (is_handler_file(path))
             out[count++] = ents[i]->d_name;
     }
     return count;

@@ -61,42 +61,77 @@ static void duplicate(worker_t *w, execs_record_t *x, const mq_delivery_t *d)
     }
 }
 
-static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const dispatch_t *disp)
+/* A held record for the dispatch; kept (taken over) makes it a repeat of finished work, to be
+ * answered with that completion instead of being run. */
+static int hold(worker_t *w, const mq_delivery_t *d, const envelope_t *e, const dispatch_t *disp,
+                report_msg_completion_t *kept, size_t kept_bytes)
 {
     execs_record_t *x = execs_add(&w->execs, disp->execution_id, disp->attempt);
-    if (!x)
+    if (!x) {
+        free(kept);
         return -1;
+    }
+    x->kept = kept;
+    x->kept_bytes = kept_bytes;
     size_t n = 2;
     const char *params = "{}";
     if (disp->params)
         params = json_object_to_json_string_length(
             disp->params, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
     if (!params || execs_set_params(x, params, n) != 0 || execs_add_tag(x, d->delivery_tag) != 0) {
-        execs_remove(&w->execs, x, false);
+        execs_remove(&w->execs, x, false); /* a kept completion goes back to the recent keys */
         return -1;
     }
     x->owner = w;
     x->timeout_s = disp->timeout_s;
+    x->start_deadline_us = disp->start_deadline_us;
     snprintf(x->action_ref, sizeof x->action_ref, "%s", disp->action_ref);
     snprintf(x->trace_id, sizeof x->trace_id, "%s", e->trace_id);
     return 0;
+}
+
+/*
+ * The dispatch of an execution that finished here (the database lost the commit of its
+ * completion and the executor dispatched it again, or the ack of a redelivery was lost). It is
+ * not run again: its completion is sent again when its turn comes (intake_start_held), and that
+ * confirmation acks the dispatch, so the executor converges instead of waiting on a row that
+ * nothing will ever report. When the completion was no longer kept (the memory bound), it is
+ * run again: an ack alone would leave the row scheduled until its timeout fails work that
+ * succeeded, while a second run is reported and the executor's attempt fence keeps the first
+ * completion it applied.
+ */
+static void finished_before(worker_t *w, report_msg_completion_t **kept, const char *id)
+{
+    w->stats.duplicates++;
+    if (*kept) {
+        log_kv(LOG_INFO,
+               "dispatch of an execution this worker already finished: not run again, its "
+               "completion is sent again",
+               "worker", w->id, "execution_id", id, NULL);
+        return;
+    }
+    w->stats.reruns++;
+    log_kv(LOG_WARN,
+           "dispatch of an execution this worker finished, whose completion is no longer kept: "
+           "run again",
+           "worker", w->id, "execution_id", id, NULL);
 }
 
 static void accept_dispatch(worker_t *w, const mq_delivery_t *d, const envelope_t *e,
                             const dispatch_t *disp)
 {
     char id[IDS_EXECUTION_ID_TEXT];
+    report_msg_completion_t *kept = NULL;
+    size_t kept_bytes = 0;
     ids_execution_id_text(disp->execution_id, id, sizeof id);
     execs_record_t *x = execs_find(&w->execs, disp->execution_id, disp->attempt);
     if (x) {
         duplicate(w, x, d);
-    } else if (execs_recent(&w->execs, disp->execution_id, disp->attempt)) {
-        w->stats.duplicates++;
-        log_kv(LOG_INFO,
-               "dispatch of an execution this worker already finished: acked, not run again",
-               "worker", w->id, "execution_id", id, NULL);
-        settle(w, d->delivery_tag, true, false, id);
-    } else if (hold(w, d, e, disp) != 0) {
+        return;
+    }
+    if (execs_recent_take(&w->execs, disp->execution_id, disp->attempt, &kept, &kept_bytes))
+        finished_before(w, &kept, id);
+    if (hold(w, d, e, disp, kept, kept_bytes) != 0) {
         log_kv(LOG_ERROR, "out of memory accepting a dispatch; requeued", "worker", w->id,
                "execution_id", id, NULL);
         settle(w, d->delivery_tag, false, true, id);
@@ -141,6 +176,7 @@ static void on_done(const runner_result_t *r, void *arg)
         w->stats.cancelled++;
     else
         w->stats.failed++;
+    health_observe(w, x->action_ref, r->duration_ms);
     log_kv(LOG_INFO, "execution finished", "worker", w->id, "execution_id", id, "action_ref",
            x->action_ref, "outcome", runner_outcome_name(r->outcome), "exit_code", code,
            "duration_ms", ms, "error", r->error, NULL);
@@ -153,9 +189,12 @@ static void start(worker_t *w, execs_record_t *x)
 {
     char id[IDS_EXECUTION_ID_TEXT], err[ERRBUF_SIZE], timeout[16];
     ids_execution_id_text(x->execution_id, id, sizeof id);
-    /* The submission's timeout, else the action's configured one, else the worker default. */
+    /* The submission's timeout, else the action's configured one, else the worker default
+     * (none when that is 0): the one the runner applies, and the running status reports. */
     if (x->timeout_s <= 0)
         x->timeout_s = action_timeouts_lookup(w->o.cfg->worker.action_timeouts, x->action_ref);
+    if (x->timeout_s <= 0)
+        x->timeout_s = w->o.runner.default_timeout_s > 0 ? w->o.runner.default_timeout_s : 0;
     runner_spec_t spec = {
         .execution_id = x->execution_id,
         .action_ref = x->action_ref,
@@ -178,23 +217,42 @@ static void start(worker_t *w, execs_record_t *x)
         return;
     }
     w->stats.started++;
-    snprintf(timeout, sizeof timeout, "%d",
-             x->timeout_s > 0 ? x->timeout_s : w->o.runner.default_timeout_s);
+    snprintf(timeout, sizeof timeout, "%d", x->timeout_s);
     log_kv(LOG_INFO, "execution started", "worker", w->id, "execution_id", id, "action_ref",
            x->action_ref, "timeout_s", timeout, NULL);
     reporter_running(w, x);
 }
 
-/* Room for one more: a free slot, and room in the outbox for its two reports, those of every
- * running execution and one for each other held one (its cancel is reported), so a report never
- * finds the outbox full. */
-static bool room_to_start(const worker_t *w)
+/* Room for x: a free slot, and room in the outbox for its two reports, those of every running
+ * execution and one for each other held one (its cancel or its repeated completion is
+ * reported), so a report never finds the outbox full. A repeat needs no slot and only its
+ * completion's room. */
+static bool room_for(const worker_t *w, const execs_record_t *x)
 {
     size_t running = runner_running(w->runner);
-    size_t held = execs_count(&w->execs, STAGE_HELD); /* the one to start included */
+    size_t held = execs_count(&w->execs, STAGE_HELD); /* x included */
     size_t others = held > 0 ? held - 1 : 0;
+    if (x->kept)
+        return w->outbox.len + 2 * running + 1 + others <= w->outbox.cap;
     return running < (size_t)w->o.max_concurrency &&
            w->outbox.len + 2 * (running + 1) + others <= w->outbox.cap;
+}
+
+/* A repeated dispatch of finished work: its completion again. */
+static void answer_repeat(worker_t *w, execs_record_t *x)
+{
+    char id[IDS_EXECUTION_ID_TEXT];
+    ids_execution_id_text(x->execution_id, id, sizeof id);
+    if (reporter_repeat(w, x) != 0) {
+        log_kv(LOG_ERROR, "out of memory sending a completion again; dispatch requeued", "worker",
+               w->id, "execution_id", id, NULL);
+        for (size_t i = 0; i < x->n_tags; i++)
+            settle(w, x->tags[i], false, true, id);
+        execs_remove(&w->execs, x, true);
+        return;
+    }
+    w->stats.repeats++;
+    execs_set_stage(&w->execs, x, STAGE_FINISHED); /* its confirmation acks the dispatch */
 }
 
 /* While reports fail nothing new starts: work whose status cannot reach the executor would
@@ -213,12 +271,47 @@ static bool reports_flow(worker_t *w)
     return false;
 }
 
+/*
+ * The executor fails a dispatch that nobody started by its start deadline (it is held here while
+ * the outbox fails or a burst is over capacity, or it waited in the queue): starting it later
+ * would run work whose execution is already failed, or will be. Dead-letter it instead; the
+ * executor records it (x-death reason rejected). Repeats are answered anyway: they start
+ * nothing, and their completion is the truth.
+ */
+static void drop_past_deadline(worker_t *w)
+{
+    int64_t now_us = now_wall_ms() * 1000;
+    execs_record_t *x = w->execs.head;
+    while (x) {
+        execs_record_t *next = x->next;
+        if (x->stage == STAGE_HELD && !x->kept && x->start_deadline_us != 0 &&
+            now_us > x->start_deadline_us) {
+            char id[IDS_EXECUTION_ID_TEXT], deadline[TS_TEXT_MAX];
+            ids_execution_id_text(x->execution_id, id, sizeof id);
+            ts_format(x->start_deadline_us, deadline, sizeof deadline);
+            w->stats.past_deadline++;
+            log_kv(LOG_WARN, "start deadline passed before the dispatch could start; dead-lettered",
+                   "worker", w->id, "execution_id", id, "start_deadline", deadline, NULL);
+            for (size_t i = 0; i < x->n_tags; i++)
+                settle(w, x->tags[i], false, false, id);
+            execs_remove(&w->execs, x, false);
+        }
+        x = next;
+    }
+}
+
 size_t intake_start_held(worker_t *w)
 {
     execs_record_t *x;
     size_t started = 0;
-    while (w->phase == PHASE_RUNNING && room_to_start(w) &&
-           (x = execs_first_held(&w->execs)) != NULL && reports_flow(w)) {
+    if (execs_count(&w->execs, STAGE_HELD) > 0)
+        drop_past_deadline(w);
+    while (w->phase == PHASE_RUNNING && (x = execs_first_held(&w->execs)) != NULL &&
+           room_for(w, x) && reports_flow(w)) {
+        if (x->kept) {
+            answer_repeat(w, x);
+            continue;
+        }
         start(w, x);
         started++;
     }

@@ -14,11 +14,13 @@ static json_object *text_or_null(const char *s)
     return s ? json_object_new_string(s) : NULL;
 }
 
-static void add_execution(json_object *p, const char *worker_id, int64_t execution_id, int attempt)
+static void add_execution(json_object *p, const char *worker_id, const char *incarnation,
+                          int64_t execution_id, int attempt)
 {
     json_object_object_add(p, "execution_id", json_object_new_int64(execution_id));
     json_object_object_add(p, "attempt", json_object_new_int(attempt));
     json_object_object_add(p, "worker_id", json_object_new_string(worker_id));
+    json_object_object_add(p, "incarnation", text_or_null(incarnation));
 }
 
 /* Envelope around payload (takes ownership; NULL means OOM), correlated by the execution id. */
@@ -37,9 +39,10 @@ char *report_msg_running(const report_msg_running_t *r, const char *message_id, 
 {
     json_object *p = json_object_new_object();
     if (p) {
-        add_execution(p, r->worker_id, r->execution_id, r->attempt);
+        add_execution(p, r->worker_id, r->incarnation, r->execution_id, r->attempt);
         json_object_object_add(p, "status", json_object_new_string("running"));
         json_object_object_add(p, "started_at", json_object_new_string(r->started_at));
+        json_object_object_add(p, "timeout_s", json_object_new_int(r->timeout_s));
     }
     return encode_execution(MSG_EXECUTION_STATUS_CHANGED, message_id, r->execution_id, r->attempt,
                             r->trace_id, p, len);
@@ -81,7 +84,7 @@ static json_object *completion_payload(const report_msg_completion_t *c, json_ob
         json_object_put(result);
         return NULL;
     }
-    add_execution(p, c->worker_id, c->execution_id, c->attempt);
+    add_execution(p, c->worker_id, c->incarnation, c->execution_id, c->attempt);
     json_object_object_add(p, "status", json_object_new_string(c->status));
     json_object_object_add(p, "result", result);
     json_object_object_add(p, "exit_code", json_object_new_int(c->exit_code));
@@ -94,6 +97,8 @@ static json_object *completion_payload(const report_msg_completion_t *c, json_ob
                            c->started_at && *c->started_at ? text_or_null(c->started_at) : NULL);
     json_object_object_add(p, "ended_at", json_object_new_string(c->ended_at));
     json_object_object_add(p, "duration_ms", json_object_new_int64(c->duration_ms));
+    if (c->repeat)
+        json_object_object_add(p, "repeat", json_object_new_boolean(1));
     return p;
 }
 
@@ -159,8 +164,37 @@ char *report_msg_heartbeat(const report_msg_heartbeat_t *h, const char *message_
     json_object_object_add(p, "host", json_object_new_string(h->host));
     json_object_object_add(p, "version", json_object_new_string(h->version));
     json_object_object_add(p, "started_at", json_object_new_string(h->started_at));
+    json_object_object_add(p, "incarnation", text_or_null(h->incarnation));
     return envelope_encode(MSG_WORKER_HEARTBEAT, message_id, NULL, REPORT_MSG_SOURCE, 0, NULL, p,
                            len);
+}
+
+report_msg_completion_t *report_msg_completion_keep(const report_msg_completion_t *c, size_t *bytes)
+{
+    report_msg_completion_t k = *c;
+    const char **fields[] = {&k.worker_id, &k.status,      &k.result_json,
+                             &k.error,     &k.stderr_tail, &k.started_at,
+                             &k.ended_at,  &k.trace_id,    &k.incarnation};
+    enum { N_FIELDS = sizeof fields / sizeof fields[0] };
+    size_t lens[N_FIELDS], total = sizeof k;
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        lens[i] = *fields[i] ? strlen(*fields[i]) + 1 : 0;
+        total += lens[i];
+    }
+    report_msg_completion_t *copy = malloc(total);
+    if (!copy)
+        return NULL;
+    char *at = (char *)(copy + 1);
+    for (size_t i = 0; i < N_FIELDS; i++) {
+        if (!*fields[i])
+            continue;
+        memcpy(at, *fields[i], lens[i]);
+        *fields[i] = at;
+        at += lens[i];
+    }
+    *copy = k;
+    *bytes = total;
+    return copy;
 }
 
 int report_msg_json_depth(const char *text)

@@ -22,7 +22,9 @@ typedef struct report_msg_running {
     int64_t execution_id;
     int attempt;
     const char *started_at;
-    const char *trace_id; /* from the dispatch; NULL or "" for none */
+    const char *trace_id;    /* from the dispatch; NULL or "" for none */
+    const char *incarnation; /* the worker process's (INCARNATION_LEN hex) */
+    int timeout_s;           /* the timeout applied to the handler; 0: none */
 } report_msg_running_t;
 
 typedef struct report_msg_completion {
@@ -40,6 +42,8 @@ typedef struct report_msg_completion {
     const char *ended_at;
     int64_t duration_ms;
     const char *trace_id;
+    const char *incarnation;
+    bool repeat; /* sent again for a repeated dispatch of work that finished here */
 } report_msg_completion_t;
 
 typedef struct report_msg_heartbeat {
@@ -50,6 +54,7 @@ typedef struct report_msg_heartbeat {
     int running;
     int heartbeat_interval_s;
     const char *host, *version, *started_at;
+    const char *incarnation;
 } report_msg_heartbeat_t;
 
 /* How the completion's result had to be changed to fit an envelope. */
@@ -65,6 +70,12 @@ char *report_msg_running(const report_msg_running_t *r, const char *message_id, 
 char *report_msg_completion(const report_msg_completion_t *c, const char *message_id, size_t *len,
                             report_msg_fate_t *fate);
 char *report_msg_heartbeat(const report_msg_heartbeat_t *h, const char *message_id, size_t *len);
+
+/* A copy of c and every string it points at, in one malloc'd block that free() releases (the
+ * worker keeps it to send the same completion again); *bytes gets the block's size. NULL on
+ * OOM. */
+report_msg_completion_t *report_msg_completion_keep(const report_msg_completion_t *c,
+                                                    size_t *bytes);
 
 /* Deepest nesting of arrays and objects in JSON text (0 for a scalar). */
 int report_msg_json_depth(const char *text);

@@ -10,24 +10,36 @@
 
 static void ack_dispatch(worker_t *w, execs_record_t *x, const char *id);
 
-/* Takes ownership of body (malloc'd, NULL after OOM). -1 when the report was dropped (logged
- * and counted). */
-static int enqueue(worker_t *w, outbox_kind_t kind, const execs_record_t *x, msg_type_t type,
-                   const char *message_id, const char *key_prefix, char *body, size_t len)
+/* Takes ownership of body (malloc'd, NULL after OOM). -1 when it could not be queued: out of
+ * memory (*full false) or a full outbox (*full true). */
+static int push(worker_t *w, outbox_kind_t kind, const execs_record_t *x, msg_type_t type,
+                const char *message_id, const char *key_prefix, char *body, size_t len, bool *full)
 {
-    char key[160], id[IDS_EXECUTION_ID_TEXT];
+    char key[160];
     snprintf(key, sizeof key, "%s.%s", key_prefix, w->id);
     outbox_msg_t *m = body ? outbox_msg_new(kind, x->execution_id, x->attempt, type, message_id,
                                             key, body, len)
                            : NULL;
+    *full = m != NULL;
     if (m && outbox_push(&w->outbox, m, now_mono_ms()) == 0)
+        return 0;
+    outbox_msg_free(m);
+    return -1;
+}
+
+/* push, and a report that could not be queued is dropped: -1, logged and counted. */
+static int enqueue(worker_t *w, outbox_kind_t kind, const execs_record_t *x, msg_type_t type,
+                   const char *message_id, const char *key_prefix, char *body, size_t len)
+{
+    char id[IDS_EXECUTION_ID_TEXT];
+    bool full;
+    if (push(w, kind, x, type, message_id, key_prefix, body, len, &full) == 0)
         return 0;
     /* Cannot happen while intake keeps room for every running execution's reports. */
     ids_execution_id_text(x->execution_id, id, sizeof id);
     w->stats.reports_lost++;
-    log_kv(LOG_ERROR, m ? "outbox full: report dropped" : "out of memory: report dropped", "worker",
-           w->id, "execution_id", id, "type", msg_type_name(type), NULL);
-    outbox_msg_free(m);
+    log_kv(LOG_ERROR, full ? "outbox full: report dropped" : "out of memory: report dropped",
+           "worker", w->id, "execution_id", id, "type", msg_type_name(type), NULL);
     return -1;
 }
 
@@ -42,6 +54,8 @@ void reporter_running(worker_t *w, execs_record_t *x)
         .attempt = x->attempt,
         .started_at = x->started_at,
         .trace_id = x->trace_id,
+        .incarnation = w->incarnation,
+        .timeout_s = x->timeout_s,
     };
     char *body = report_msg_running(&r, message_id, &len);
     (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id,
@@ -74,8 +88,11 @@ void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *
         .ended_at = ended_at,
         .duration_ms = r->duration_ms,
         .trace_id = x->trace_id,
+        .incarnation = w->incarnation,
     };
     char *body = report_msg_completion(&c, message_id, &len, &fate);
+    /* Kept with the execution's key once it is confirmed: a repeated dispatch gets it again. */
+    x->kept = report_msg_completion_keep(&c, &x->kept_bytes);
     if (body && fate != REPORT_MSG_RESULT_KEPT) {
         ids_execution_id_text(x->execution_id, id, sizeof id);
         log_kv(LOG_WARN,
@@ -92,6 +109,20 @@ void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *
         ack_dispatch(w, x, id);
         execs_remove(&w->execs, x, true);
     }
+}
+
+int reporter_repeat(worker_t *w, execs_record_t *x)
+{
+    char message_id[40];
+    size_t len = 0;
+    report_msg_fate_t fate;
+    report_msg_completion_t c = *x->kept;
+    c.repeat = true;
+    envelope_new_id(message_id, sizeof message_id); /* a new message: the first was delivered */
+    bool full;
+    char *body = report_msg_completion(&c, message_id, &len, &fate);
+    return push(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id, "execution.completed",
+                body, len, &full);
 }
 
 /* The message for m; id (IDS_EXECUTION_ID_TEXT bytes) gets the execution id text it points at. */
@@ -230,6 +261,7 @@ void reporter_heartbeat(worker_t *w, const char *status)
         .host = w->host,
         .version = WARREN_VERSION,
         .started_at = w->started_at,
+        .incarnation = w->incarnation,
     };
     char *body = report_msg_heartbeat(&h, message_id, &len);
     json_object_put(capabilities);

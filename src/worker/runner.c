@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +16,7 @@
 #include "worker/handlers.h"
 #include "worker/inproc.h"
 #include "worker/runner.h"
+#include "worker/spawn.h"
 
 #define READ_CHUNK 65536
 #define READS_PER_WAKEUP 16 /* bound one stream's turn so other events are served */
@@ -70,8 +70,10 @@ struct runner {
     struct event *ev_sigchld, *ev_sweep;
     int wake_fd; /* eventfd: a version 2 handler's run() returned */
     struct event *ev_wake;
-    job_t *jobs; /* every job whose done_cb has not been called */
+    job_t *jobs; /* every job whose done_cb has not been called: the table of our children */
     size_t running;
+    spawn_guard_t guard;     /* kills the handlers' groups if the worker dies */
+    uint64_t orphans_reaped; /* processes that were not ours (we are PID 1, or a subreaper) */
 };
 
 const char *runner_outcome_name(runner_outcome_t outcome)
@@ -177,7 +179,9 @@ static void job_fail(job_t *j, const char *error)
 {
     j->outcome = RUNNER_FAILED;
     j->exit_code = -1;
-    snprintf(j->error, sizeof j->error, "%s", error);
+    /* It may name paths from the configuration, cut short by an snprintf: the completion
+     * must still be UTF-8, or the executor could never store it. */
+    capture_error_text(error, j->error, sizeof j->error);
     log_job(LOG_WARN, "execution not started", j, "error", error);
     job_finish(j);
 }
@@ -388,6 +392,7 @@ static void job_classify(job_t *j, int status)
 static void job_exited(job_t *j, int status, bool status_known)
 {
     kill(-j->pid, SIGKILL);
+    spawn_guard_forget(&j->runner->guard, j->pid);
     job_read(j, &j->out_fd, &j->ev_out, &j->out, DRAIN_MAX_READS);
     job_read(j, &j->err_fd, &j->ev_err, &j->err, DRAIN_MAX_READS);
     job_release_io(j);
@@ -403,18 +408,65 @@ static void job_exited(job_t *j, int status, bool status_known)
     job_finish(j);
 }
 
+static job_t *job_by_pid(runner_t *r, pid_t pid)
+{
+    for (job_t *j = r->jobs; j; j = j->next)
+        if (j->pid == pid && j->state != JOB_DONE)
+            return j;
+    return NULL;
+}
+
+/* The guard died (killed on its own): the handlers would outlive a dying worker. Start another
+ * and tell it every running group. */
+static void guard_died(runner_t *r, int status)
+{
+    char how[64], err[ERRBUF_SIZE];
+    snprintf(how, sizeof how, WIFSIGNALED(status) ? "signal %d" : "exit status %d",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    log_kv(LOG_ERROR, "handler guard died; starting another", "how", how, NULL);
+    r->guard.pid = 0; /* reaped already */
+    spawn_guard_stop(&r->guard);
+    if (spawn_guard_start(&r->guard, err, sizeof err) < 0) {
+        log_kv(LOG_ERROR, "handler guard not restarted: handlers outlive a killed worker", "error",
+               err, NULL);
+        return;
+    }
+    for (job_t *j = r->jobs; j; j = j->next)
+        if (j->pid > 0 && j->state != JOB_DONE)
+            spawn_guard_add(&r->guard, j->pid);
+}
+
+/*
+ * Every child that ended: waitpid(-1), not one pid per job, because a worker running as PID 1
+ * (or a subreaper) inherits the orphans of its handlers' descendants, and zombies nobody reaps
+ * fill the process table. The jobs are the table of our own children, so no job's status is
+ * lost; any other pid is such an orphan, reaped and counted. __WNOTHREAD: only children of this
+ * thread, the loop's, which spawns every handler and the guard and is the one orphans are handed
+ * to (the process's first thread). A version 2 in-process handler that starts a process of its
+ * own on its thread (system(), popen()) waits for it itself, and must find it there.
+ */
 static void runner_reap(runner_t *r)
 {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG | __WNOTHREAD)) > 0) {
+        job_t *j = job_by_pid(r, pid);
+        if (j)
+            job_exited(j, status, true);
+        else if (pid == r->guard.pid)
+            guard_died(r, status);
+        else
+            r->orphans_reaped++;
+    }
     bool children = false;
     for (job_t *j = r->jobs; j; j = j->next) {
         if (j->pid <= 0 || j->state == JOB_DONE)
             continue;
-        int status;
         pid_t rc = waitpid(j->pid, &status, WNOHANG);
         if (rc == j->pid)
             job_exited(j, status, true);
         else if (rc < 0 && errno == ECHILD)
-            job_exited(j, 0, false);
+            job_exited(j, 0, false); /* someone else reaped it */
         else
             children = true;
     }
@@ -509,37 +561,13 @@ static int job_open_pipes(job_t *j, int child[3])
     return 0;
 }
 
-/* The handler gets its pipes as 0-2 and no other descriptor (whatever a library opened
- * without O_CLOEXEC, the broker socket included), a process group of its own, an empty signal
- * mask and default dispositions (the worker ignores SIGPIPE; ignored signals survive exec). */
-static int spawn_setup(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, const int child[3])
-{
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    sigdelset(&all, SIGKILL);
-    sigdelset(&all, SIGSTOP);
-    int rc = 0;
-    for (int fd = 0; fd < 3 && rc == 0; fd++)
-        rc = posix_spawn_file_actions_adddup2(fa, child[fd], fd);
-    if (rc == 0)
-        rc = posix_spawn_file_actions_addclosefrom_np(fa, 3);
-    if (rc == 0)
-        rc = posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                POSIX_SPAWN_SETSIGDEF);
-    if (rc == 0)
-        rc = posix_spawnattr_setpgroup(attr, 0);
-    if (rc == 0)
-        rc = posix_spawnattr_setsigmask(attr, &none);
-    if (rc == 0)
-        rc = posix_spawnattr_setsigdefault(attr, &all);
-    return rc;
-}
-
 /*
- * Start the handler at path. posix_spawn (fork+exec without copying the worker, exec failures
- * returned to us) runs it directly: no shell, so nothing in the params or the environment can
- * become a command. The environment is built from scratch: no WARREN__* secret reaches it.
+ * Start the handler at path (spawn_handler: vfork+exec without copying the worker, exec failures
+ * returned to us) directly: no shell, so nothing in the params or the environment can become a
+ * command. It gets its pipes as 0-2 and no other descriptor (whatever a library opened without
+ * O_CLOEXEC, the broker socket included), a process group of its own, an empty signal mask,
+ * default dispositions (the worker ignores SIGPIPE; ignored signals survive exec), and it dies
+ * with the worker. The environment is built from scratch: no WARREN__* secret reaches it.
  */
 static int job_spawn(job_t *j, const char *path, char *err, size_t errlen)
 {
@@ -557,15 +585,7 @@ static int job_spawn(job_t *j, const char *path, char *err, size_t errlen)
     char *envp[] = {path_env, id, ref, attempt, timeout, NULL};
     char *argv[] = {(char *)path, NULL};
 
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
-    int rc = spawn_setup(&fa, &attr, child);
-    if (rc == 0)
-        rc = posix_spawn(&j->pid, path, &fa, &attr, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
+    int rc = spawn_handler(&j->runner->guard, path, argv, envp, child, &j->pid);
     for (int i = 0; i < 3; i++)
         close(child[i]);
     if (rc != 0) {
@@ -749,6 +769,13 @@ static int runner_check_dir(const char *dir, char *err, size_t errlen)
         snprintf(err, errlen, "handlers_dir %s: not a directory", dir);
         return -1;
     }
+    if (handlers_writable_by_others(&st)) {
+        snprintf(err, errlen,
+                 "handlers_dir %s is writable by its group or others (mode %03o): whoever can "
+                 "add a file there decides what the worker runs; chmod go-w %s",
+                 dir, (unsigned)(st.st_mode & 07777), dir);
+        return -1;
+    }
     return 0;
 }
 
@@ -774,6 +801,11 @@ runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *e
     r->base = base;
     r->stderr_tail_bytes = opts->stderr_tail_bytes;
     runner_set_limits(r, opts);
+    r->guard.fd = -1;
+    if (spawn_guard_start(&r->guard, err, errlen) < 0) {
+        free(r);
+        return NULL;
+    }
     r->handlers_dir = strdup(opts->handlers_dir);
     r->handlers = handlers_new();
     r->ev_sigchld = evsignal_new(base, SIGCHLD, on_sigchld, r);
@@ -800,6 +832,7 @@ static void job_kill_now(job_t *j)
     kill(-j->pid, SIGKILL);
     while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
         ;
+    spawn_guard_forget(&j->runner->guard, j->pid);
 }
 
 /* The same for a thread, which cannot be killed: asked to stop, joined if run() has returned,
@@ -836,10 +869,16 @@ void runner_free(runner_t *r)
         event_free(r->ev_wake);
     if (r->wake_fd >= 0)
         close(r->wake_fd);
+    spawn_guard_stop(&r->guard); /* every group it knew of is gone already */
     /* Abandoned threads may still run code of their modules. */
     if (r->handlers && inproc_abandoned() > 0)
         handlers_keep_modules(r->handlers);
     handlers_free(r->handlers);
     free(r->handlers_dir);
     free(r);
+}
+
+uint64_t runner_orphans_reaped(const runner_t *r)
+{
+    return r->orphans_reaped;
 }

@@ -7,7 +7,8 @@
  * (WARREN_EXECUTION_ID, WARREN_ACTION_REF, WARREN_ATTEMPT, WARREN_TIMEOUT_S, PATH). stdout is
  * the result, capped at max_output_bytes; the last stderr_tail_bytes of stderr are kept. On
  * timeout or cancel the whole group gets SIGTERM, then SIGKILL kill_grace_s later. When the
- * handler process exits, whatever it left running in its group is killed.
+ * handler process exits, whatever it left running in its group is killed; when the worker dies,
+ * however it dies, so is every handler group (spawn.h: a death signal and a guard process).
  *
  * In-process handlers (core.noop and the *.so modules in handlers_dir, see warren/handler.h):
  * version 1 runs inline inside runner_start(), version 2 on a thread of its own (inproc.h), asked
@@ -16,6 +17,10 @@
  *
  * The runner owns a SIGCHLD event on the base and ignores SIGPIPE process-wide (a handler that
  * closes stdin early must not kill the worker); handlers get default signal dispositions back.
+ * It reaps every child of the loop's thread (waitpid(-1) with __WNOTHREAD): its handlers, its
+ * guard, and orphans a worker running as PID 1 inherits; a process a version 2 handler starts on
+ * its own thread is left for that handler to wait for. Use it from the process's first thread,
+ * to which the kernel hands orphans.
  */
 #ifndef WARREN_WORKER_RUNNER_H
 #define WARREN_WORKER_RUNNER_H
@@ -129,5 +134,9 @@ typedef enum {
 runner_cancel_t runner_cancel(runner_t *r, int64_t execution_id, int attempt);
 
 const char *runner_outcome_name(runner_outcome_t outcome);
+
+/* Processes reaped that were not handlers: orphans of their descendants, which a worker
+ * running as PID 1 (a container's init) inherits. */
+uint64_t runner_orphans_reaped(const runner_t *r);
 
 #endif

@@ -179,6 +179,11 @@ void subscriber_pump(subscription_t *s)
 
 int subscriber_decode(const mq_delivery_t *d, msg_type_t type, envelope_t *e, char *why, size_t len)
 {
+    memset(e, 0, sizeof *e);
+    if (d->oversized) { /* only its first bytes were read; the executor records it */
+        mq_oversized_text(d, why, len);
+        return -1;
+    }
     if (envelope_decode(d->body, d->body_len, e, why, len) != 0)
         return -1;
     if (e->type != type) {

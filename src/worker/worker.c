@@ -1,8 +1,10 @@
 /* The worker daemon: one event loop, its timers and signals, graded shutdown, stats. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include "warren/log.h"
 #include "warren/notify.h"
@@ -32,7 +34,10 @@ static void stats_log(worker_t *w, const char *msg)
         s->failed,
         s->timed_out,
         s->rejected,
+        s->past_deadline,
         s->duplicates,
+        s->repeats,
+        s->reruns,
         s->requeued,
         s->dropped_held,
         s->publish_retries,
@@ -40,6 +45,7 @@ static void stats_log(worker_t *w, const char *msg)
         s->heartbeats_failed,
         s->resubscribes,
         s->abandoned,
+        runner_orphans_reaped(w->runner),
         runner_stuck(w->runner),
         s->cancelled,
         s->cancels,
@@ -52,11 +58,12 @@ static void stats_log(worker_t *w, const char *msg)
         snprintf(v[i], sizeof v[i], "%" PRIu64, n[i]);
     log_kv(LOG_INFO, msg, "worker", w->id, "running", v[0], "held", v[1], "outbox", v[2],
            "deliveries", v[3], "started", v[4], "completed", v[5], "failed", v[6], "timeout", v[7],
-           "rejected", v[8], "duplicates", v[9], "requeued", v[10], "dropped_held", v[11],
-           "publish_retries", v[12], "reports_lost", v[13], "heartbeats_failed", v[14],
-           "resubscribes", v[15], "abandoned", v[16], "stuck_handlers", v[17], "cancelled", v[18],
-           "cancels", v[19], "cancels_ignored", v[20], "control_rejected", v[21],
-           "control_resubscribes", v[22], NULL);
+           "rejected", v[8], "past_deadline", v[9], "duplicates", v[10], "repeats", v[11], "reruns",
+           v[12], "requeued", v[13], "dropped_held", v[14], "publish_retries", v[15],
+           "reports_lost", v[16], "heartbeats_failed", v[17], "resubscribes", v[18], "abandoned",
+           v[19], "orphans_reaped", v[20], "stuck_handlers", v[21], "cancelled", v[22], "cancels",
+           v[23], "cancels_ignored", v[24], "control_rejected", v[25], "control_resubscribes",
+           v[26], NULL);
 }
 
 void worker_finish(worker_t *w, int exit_code)
@@ -181,6 +188,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     worker_t *w = arg;
+    w->loop_beat_ms = now_mono_ms();
     subscriber_pump(&w->dispatch);
     subscriber_pump(&w->control);
     int rc = mq_pump(w->publisher);
@@ -281,7 +289,9 @@ static int setup_events(worker_t *w)
     return 0;
 }
 
-static int setup_clients(worker_t *w)
+/* Settings no connect could succeed with (URL, TLS files) stop the start; a broker that is
+ * away does not: the worker keeps reconnecting. */
+static int setup_clients(worker_t *w, char *err, size_t errlen)
 {
     /* The app_id (and connection name) names this worker, so a report or a connection in the
      * management UI says which worker sent it. */
@@ -289,12 +299,17 @@ static int setup_clients(worker_t *w)
     snprintf(app_id, sizeof app_id, "warren-worker/%s", w->id);
     mq_options_t mo;
     mq_options_from_config(&mo, w->o.cfg, app_id);
+    if (mq_check_options(&mo, err, errlen) != 0)
+        return -1;
     mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channels */
     w->consumer = mq_new(&mo);
     w->control_client = mq_new(&mo);
     mo.prefetch = 0;
     w->publisher = mq_new(&mo);
-    return w->consumer && w->control_client && w->publisher ? 0 : -1;
+    if (w->consumer && w->control_client && w->publisher)
+        return 0;
+    snprintf(err, errlen, "out of memory setting up the worker");
+    return -1;
 }
 
 static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
@@ -313,6 +328,7 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
         snprintf(w->host, sizeof w->host, "unknown");
     w->host[sizeof w->host - 1] = '\0';
     ts_now(w->started_at, sizeof w->started_at);
+    envelope_new_incarnation(w->incarnation, sizeof w->incarnation);
     execs_init(&w->execs);
     /* Two reports per running execution, one per held one (a cancel), and some slack. */
     outbox_init(&w->outbox, 3 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,
@@ -325,11 +341,14 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
     w->runner = runner_new(w->base, &o->runner, err, errlen);
     if (!w->runner)
         return -1;
-    if (setup_clients(w) != 0 || setup_events(w) != 0) {
+    if (setup_clients(w, err, errlen) != 0)
+        return -1;
+    if (setup_events(w) != 0) {
         snprintf(err, errlen, "out of memory setting up the worker");
         return -1;
     }
-    return 0;
+    w->loop_beat_ms = now_mono_ms();
+    return health_start(w, err, errlen);
 }
 
 /* The runner first (its events are its own); freeing the base removes the worker's. */
@@ -346,12 +365,50 @@ static void teardown(worker_t *w)
     mq_destroy(w->publisher);
     execs_free(&w->execs);
     outbox_free(&w->outbox);
+    health_stop(w);
     evloop_base_free(w->base);
+}
+
+extern char **environ;
+
+/*
+ * Once the configuration is loaded, the worker's WARREN__* variables (the broker URL holds a
+ * password) are of no more use, and nothing should read them (a SIGHUP reload reads the copy
+ * the configuration took, cfg->env, like the rest of it): they are unset, and their text
+ * in the initial environment is overwritten, since unsetenv only drops the pointer and
+ * /proc/PID/environ shows that block. The process becomes non-dumpable, which closes
+ * /proc/PID/{environ,mem} and ptrace to other processes of the same user (handlers included:
+ * they get a fresh environment anyway) and leaves no core file. Handlers and the guard inherit
+ * the clean environment; a handler is dumpable again after its exec.
+ */
+static void hide_secrets(void)
+{
+    size_t n = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, "WARREN__", 8) == 0;
+    char **found = n ? calloc(n, sizeof *found) : NULL;
+    size_t k = 0;
+    for (char **e = environ; found && *e; e++)
+        if (strncmp(*e, "WARREN__", 8) == 0)
+            found[k++] = *e;
+    for (size_t i = 0; i < k; i++) {
+        char *eq = strchr(found[i], '=');
+        char *name = eq ? strndup(found[i], (size_t)(eq - found[i])) : NULL;
+        if (name)
+            (void)unsetenv(name);
+        free(name);
+        explicit_bzero(found[i], strlen(found[i]));
+    }
+    free(found);
+    if (n > k || prctl(PR_SET_DUMPABLE, 0) != 0)
+        log_kv(LOG_WARN, "could not hide the worker's environment from other processes", "error",
+               n > k ? "out of memory" : strerror(errno), NULL);
 }
 
 static int run(const worker_opts_t *opts, warren_config_t *cfg)
 {
     char err[ERRBUF_SIZE] = "";
+    hide_secrets();
     worker_t *w = calloc(1, sizeof *w);
     if (!w)
         return EXIT_RUNTIME;
@@ -362,8 +419,9 @@ static int run(const worker_opts_t *opts, warren_config_t *cfg)
     } else {
         char n[16];
         snprintf(n, sizeof n, "%d", opts->max_concurrency);
-        log_kv(LOG_INFO, "worker starting", "worker", w->id, "queue", w->queue, "max_concurrency",
-               n, "handlers_dir", opts->runner.handlers_dir, "host", w->host, NULL);
+        log_kv(LOG_INFO, "worker starting", "worker", w->id, "incarnation", w->incarnation, "queue",
+               w->queue, "max_concurrency", n, "handlers_dir", opts->runner.handlers_dir, "host",
+               w->host, NULL);
         char status[300];
         snprintf(status, sizeof status, "subscribing to %s", w->queue);
         notify_status(status);

@@ -8,7 +8,9 @@
 #include <event2/event.h>
 #include "warren/backoff.h"
 #include "warren/evloop.h"
+#include "warren/http.h"
 #include "warren/ids.h"
+#include "warren/metrics.h"
 #include "warren/mq.h"
 #include "warren/topology.h"
 #include "worker/execs.h"
@@ -56,7 +58,10 @@ typedef struct worker_stats {
     uint64_t deliveries; /* dispatches received */
     uint64_t started, completed, failed, timed_out, cancelled;
     uint64_t rejected;        /* nacked without requeue: dead-lettered */
+    uint64_t past_deadline;   /* dead-lettered unstarted: their start deadline had passed */
     uint64_t duplicates;      /* redeliveries of executions already here: not run again */
+    uint64_t repeats;         /* of those, finished ones answered with their completion again */
+    uint64_t reruns;          /* finished ones whose completion was no longer kept: run again */
     uint64_t requeued;        /* nacked with requeue while shutting down */
     uint64_t dropped_held;    /* accepted, not started, channel lost: the broker requeued them */
     uint64_t publish_retries; /* failed status/completion publishes, retried */
@@ -70,6 +75,13 @@ typedef struct worker_stats {
     uint64_t control_resubscribes;
 } worker_stats_t;
 
+/* Handler durations by action for /metrics; actions beyond the table count as "other". */
+#define HEALTH_MAX_ACTIONS 64
+typedef struct handler_hist {
+    char action[ACTION_REF_MAX + 1];
+    metrics_hist_t h;
+} handler_hist_t;
+
 struct worker {
     worker_opts_t o;
     warren_config_t *cfg; /* what o came from (o.cfg), borrowed: SIGHUP reloads it */
@@ -77,7 +89,8 @@ struct worker {
     char queue[256];
     char host[256];
     char started_at[40];
-    const char *exchange; /* where everything is published */
+    char incarnation[INCARNATION_LEN + 1]; /* this process's, in every report */
+    const char *exchange;                  /* where everything is published */
     struct event_base *base;
     runner_t *runner;
     mq_client_t *consumer;  /* consumes (prefetch = max_concurrency), acks */
@@ -102,6 +115,12 @@ struct worker {
     bool terminated;         /* the drain deadline passed: handlers were told to stop */
     bool heartbeats_failing; /* the last heartbeat was not published */
     worker_stats_t stats;
+    /* /livez, /readyz, /metrics on worker.http_listen (health.c) */
+    http_server_t *http;
+    metrics_registry_t metrics;
+    handler_hist_t durations[HEALTH_MAX_ACTIONS + 1]; /* the last one is "other" */
+    size_t n_durations;
+    int64_t loop_beat_ms;
 };
 
 /* worker.c */
@@ -113,6 +132,14 @@ void worker_kick(worker_t *w);
 void worker_kick_soon(worker_t *w);
 /* Leave the loop with exit_code. */
 void worker_finish(worker_t *w, int exit_code);
+
+/* health.c */
+/* Serve /livez, /readyz and /metrics on worker.http_listen (nothing when it is ""). -1 with
+ * err when the address cannot be used. */
+int health_start(worker_t *w, char *err, size_t errlen) WARN_UNUSED;
+void health_stop(worker_t *w);
+/* A handler ended: its duration into the action's histogram. */
+void health_observe(worker_t *w, const char *action_ref, int64_t duration_ms);
 
 /* subscriber.c */
 #define SUBSCRIBE_BASE_MS 250
@@ -161,6 +188,9 @@ void intake_forget_deliveries(worker_t *w);
 void reporter_running(worker_t *w, execs_record_t *x);
 void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *r,
                          const char *ended_at);
+/* Queue x's kept completion again, marked as a repeat, under a new message id; its
+ * confirmation acks x's deliveries. -1 (nothing queued) on OOM or a full outbox. */
+int reporter_repeat(worker_t *w, execs_record_t *x) WARN_UNUSED;
 /* Publish what is due in the outbox, in order; a failure arms the retry timer. */
 void reporter_flush(worker_t *w);
 /* Publish a heartbeat now (best effort: the next one follows anyway). */

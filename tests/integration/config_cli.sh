@@ -46,6 +46,12 @@ WARREN__DATABASE__URL='postgresql://u:hunter1@h/db?sslmode=disable&password=hunt
 ! grep -q hunter "$tmp/out" || fail "a password shown by config check: $(grep hunter "$tmp/out")"
 grep -qF '"postgresql://u:****@h/db?sslmode=disable&password=****"' "$tmp/out" || fail "database URL masking"
 grep -qF '"amqps://app:****@mq/%2f"' "$tmp/out" || fail "amqps URL masking"
+# libpq's TLS parameters stay readable; the key's passphrase does not.
+WARREN__DATABASE__URL='postgresql://u:hunter4@db/w?sslmode=verify-full&sslrootcert=/ca.pem&sslpassword=hunter5' \
+    "$bin" config check > "$tmp/out"
+! grep -q hunter "$tmp/out" || fail "a password shown by config check: $(grep hunter "$tmp/out")"
+grep -qF '"postgresql://u:****@db/w?sslmode=verify-full&sslrootcert=/ca.pem&sslpassword=****"' "$tmp/out" ||
+    fail "database URL with TLS parameters: $(grep '^database.url' "$tmp/out")"
 set +e; WARREN__LOG__LEVL=info "$bin" config check 2> "$tmp/err"; rc=$?; set -e
 [ "$rc" = 2 ] && grep -q 'WARREN__LOG__LEVL: unknown key' "$tmp/err" || fail "unknown env key: rc=$rc"
 set +e; "$bin" config bogus 2>/dev/null; rc=$?; set -e

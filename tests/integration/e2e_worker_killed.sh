@@ -14,12 +14,8 @@ TTL_MS=2000
 export WARREN__MESSAGE_QUEUE__RABBITMQ__WORKER_QUEUE_TTL_MS=$TTL_MS
 
 exec_start ex
-new_worker w doomed
-on_exit "psql_q \"update executions set status = 'cancelled' where pinned_worker = '$w'
-    and status in ('requested', 'scheduled', 'running', 'canceling')\" >/dev/null 2>&1"
-start_worker worker "$w"
+start_live_worker w doomed
 WORKER_PID=$BG_PID
-wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$w'\")\" = online ]"
 
 # Something running on it when it dies.
 run_id=$("$WARREN_BIN" submit core.sleep --params '{"seconds": 60}' --worker "$w")

@@ -9,13 +9,13 @@ base=$WARREN_STACK_PORT_BASE
 pg_dir=$(readlink -f "$WARREN_STACK_DIR/pg")
 
 # --- listeners ---------------------------------------------------------------------------------
-# The stack's processes: the postmaster, the node's beam, and whatever holds one of its six ports
+# The stack's processes: the postmaster, the node's beam, and whatever holds one of its seven ports
 # (epmd). Every socket they listen on, TCP or UDP, must be bound to a loopback address. epmd
 # always adds the IPv6 loopback [::1] next to 127.0.0.1; that is as local as 127.0.0.1 is.
 stack_pids() {
     head -n 1 "$pg_dir/data/postmaster.pid"
     echo "$(cat "$WARREN_STACK_DIR/rabbit/rabbit.pid")" # no newline of its own
-    ss -H -ltnup | awk -v lo="$base" -v hi="$((base + 5))" '{
+    ss -H -ltnup | awk -v lo="$base" -v hi="$((base + 6))" '{
         n = split($5, a, ":"); port = a[n]
         if (port >= lo && port <= hi) { while (match($0, /pid=[0-9]+/)) {
             print substr($0, RSTART + 4, RLENGTH - 4); $0 = substr($0, RSTART + RLENGTH) } } }'
@@ -43,9 +43,10 @@ log "stack processes: ${pids[*]}"
 [ "${#pids[@]}" -ge 3 ] || fail "expected the postmaster, the node and epmd, found pids: ${pids[*]}"
 check_listeners "${pids[@]}"
 
-# The check saw every part: all six ports listen, each on 127.0.0.1 (and on nothing else).
+# The check saw every part: all seven ports listen (AMQPS too), each on 127.0.0.1 (and on nothing
+# else).
 listeners=$(ss -H -ltnup)
-for port in $(seq "$base" "$((base + 5))"); do
+for port in $(seq "$base" "$((base + 6))"); do
     on_port=$(awk -v p=":$port" 'substr($5, length($5) - length(p) + 1) == p { print $5 }' <<<"$listeners" | sort -u)
     assert_contains "$on_port" "127.0.0.1:$port" "port $port (base + $((port - base))) listening on 127.0.0.1"
     while read -r addr; do
@@ -105,6 +106,13 @@ done
 for f in "$secrets"/* "$WARREN_STACK_DIR/rabbit/etc/rabbitmq.conf"; do
     assert_eq 600 "$(stat -c %a "$f")" "mode of $f"
     assert_eq "$(id -u)" "$(stat -c %u "$f")" "owner of $f"
+done
+# The stack's TLS keys (its CA's among them) are private too.
+tls_dir=$WARREN_STACK_DIR/tls
+assert_eq 700 "$(stat -c %a "$tls_dir")" "mode of $tls_dir"
+for f in ca.key server.key client.key; do
+    assert_eq 600 "$(stat -c %a "$tls_dir/$f")" "mode of $tls_dir/$f"
+    assert_eq "$(id -u)" "$(stat -c %u "$tls_dir/$f")" "owner of $tls_dir/$f"
 done
 cookie=$WARREN_STACK_DIR/rabbit/home/.erlang.cookie
 case $(stat -c %a "$cookie") in 400 | 600) ;; *) fail "mode of $cookie: $(stat -c %a "$cookie")" ;; esac

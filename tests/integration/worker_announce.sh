@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A starting worker declares its queue with the configured TTL and dead-letter exchange, consumes
-# it with prefetch = max_concurrency, and announces itself, then heartbeats, with its capabilities.
+# it with prefetch = max_concurrency, and announces itself, then heartbeats, with its capabilities
+# and its incarnation, which a restart under the same name replaces.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -42,6 +43,21 @@ assert_eq "warren $(jq -r .version <<<"$p")" "$("$WARREN_BIN" version)" "version
 assert_contains "$(jq -r .started_at <<<"$p")" "T" "started_at is a timestamp"
 assert_eq worker "$(jq -r .body.headers.source <<<"$hb")" "envelope source"
 
-# ... and then every heartbeat_interval_s.
+inc=$(jq -r .incarnation <<<"$p")
+[[ "$inc" =~ ^[0-9a-f]{32}$ ]] || fail "incarnation is not 32 lowercase hex characters: $inc"
+wait_log worker '"msg":"worker starting".*"incarnation":"'"$inc"'"' 1
+
+# ... and then every heartbeat_interval_s, all with the same incarnation.
 wait_until 10 '[ "$(msgs "$TOPO_HEARTBEATS" "$(is_heartbeat "$w")" | jq length)" -ge 3 ] || { collect "$TOPO_HEARTBEATS"; false; }'
+assert_eq "[\"$inc\"]" "$(msgs "$TOPO_HEARTBEATS" "$(is_heartbeat "$w")" | jq -c '[.[].body.payload.incarnation] | unique')" \
+    "one incarnation per process"
+
+# The same name again is another process: another incarnation.
+stop_worker worker "$BG_PID"
+mgmt_delete "queues/%2F/$TOPO_HEARTBEATS" >/dev/null
+start_worker worker2 "$w"
+hb2=$(wait_msg "$TOPO_HEARTBEATS" "$(is_heartbeat "$w")")
+inc2=$(jq -r .body.payload.incarnation <<<"$hb2")
+[[ "$inc2" =~ ^[0-9a-f]{32}$ ]] || fail "second incarnation: $inc2"
+[ "$inc2" != "$inc" ] || fail "a restarted worker kept its incarnation $inc"
 pass

@@ -6,19 +6,15 @@
 # reported cancelled without starting; cancels for unknown, finished or other attempts are
 # ignored and acked; a bad control message is dead-lettered; cancels racing completions give one
 # consistent completion; after a restart the queue is declared again, and after it is deleted
-# under the worker too.
+# under the worker too. A repeated dispatch of finished work (cancelled, or held as a repeat and
+# cancelled) is answered with the completion it ended with.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
 require_stack
 worker_env
 
-# The source tree's handlers and the test module test.wait.
-hdir="$TEST_TMP/handlers"
-mkdir "$hdir"
-ln -s "$WARREN_SOURCE_DIR"/handlers/core.* "$hdir/"
-ln -s "$WARREN_BUILD_DIR/tests/handlers/test_wait.so" "$hdir/"
-export WARREN__WORKER__HANDLERS_DIR=$hdir
+test_handlers_dir
 # One at a time, so a second dispatch is held while the first runs.
 export WARREN__WORKER__MAX_CONCURRENCY=1
 
@@ -59,10 +55,10 @@ publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.sleep "{\"seconds\": $sec
 wait_msg "$TOPO_RESULTS" "$(is_status "$id")" >/dev/null
 wait_until 5 pgrep -f "sleep $secs"
 pgid=$(ps -o pgid= -p "$(pgrep -f "sleep $secs" | head -n 1)" | tr -d ' ')
-[ -n "$pgid" ] && pgrep -g "$pgid" >/dev/null || fail "no process group for the handler"
+[ -n "$pgid" ] && pgroup_alive "$pgid" || fail "no process group for the handler"
 cancel "$id"
 t0=$(date +%s%N)
-wait_until 2 "! pgrep -g $pgid"
+wait_until 2 "! pgroup_alive $pgid"
 log "process group $pgid gone $((($(date +%s%N) - t0) / 1000000)) ms after the cancel"
 p=$(completion_of "$id")
 assert_eq "cancelled -1 15 null" "$(jq -r '"\(.status) \(.exit_code) \(.signal) \(.result)"' <<<"$p")" \
@@ -92,10 +88,10 @@ wait_msg "$TOPO_RESULTS" "$(is_status "$busy")" >/dev/null
 publish_dispatch "$w" "$(dispatch_body "$held" "$w" core.echo '{"never": "run"}')"
 wait_until 20 '[ "$(queue_counts "'"$wq"'")" = "0 1 1" ]'
 cancel "$held"
-p=$(completion_of "$held")
+held_p=$(completion_of "$held")
 assert_eq "cancelled -1 0 null null 0 Cancelled by request" \
-    "$(jq -r '"\(.status) \(.exit_code) \(.signal) \(.result) \(.started_at) \(.duration_ms) \(.error)"' <<<"$p")" \
-    "held cancelled: $p"
+    "$(jq -r '"\(.status) \(.exit_code) \(.signal) \(.result) \(.started_at) \(.duration_ms) \(.error)"' <<<"$held_p")" \
+    "held cancelled: $held_p"
 wait_until 20 '[ "$(queue_counts "'"$wq"'")" = "0 0 1" ]'
 collect "$TOPO_RESULTS"
 assert_eq 0 "$(msgs "$TOPO_RESULTS" "$(is_status "$held")" | jq length)" "no running status for the held one"
@@ -112,6 +108,13 @@ control_settled
 pgrep -f "sleep $busy_secs" >/dev/null || fail "the busy handler was stopped by a cancel for another attempt"
 cancel "$busy"
 assert_eq cancelled "$(completion_of "$busy" | jq -r .status)" "busy cancelled"
+# The cancelled held dispatch sent again (a database that lost its completion): answered with the
+# cancelled completion it ended with, not run.
+publish_dispatch "$w" "$(dispatch_body "$held" "$w" core.echo '{"never": "run"}')"
+assert_eq "$(jq -c '. + {repeat: true}' <<<"$held_p")" \
+    "$(wait_msg "$TOPO_RESULTS" "$(is_completion "$held") and .body.payload.repeat == true" | jq -c .body.payload)" \
+    "the cancelled completion again"
+wait_settled "$wq"
 
 # 6. A control message that is no cancel for this worker is dead-lettered, and the next works.
 assert_eq true "$(publish_cancel "$w" "$(cancel_body 5 "other-worker")")" "stray routed"
@@ -181,4 +184,39 @@ wait_settled "$wq"
 stop_worker worker2 "$BG_PID"
 assert_contains "$WORKER_STATS" '"control_resubscribes":"1"'
 assert_contains "$WORKER_STATS" '"resubscribes":"0"'
+
+# 10. A repeated dispatch of work that finished here is answered with that work's completion, and
+# a cancel never turns it into another outcome: while reports come back unroutable (the results
+# queue unbound) the repeat waits, held, and a cancel of it is ignored; once reports flow again
+# the completion it ended with goes out again, marked repeat.
+export WARREN__WORKER__MAX_CONCURRENCY=2 # the stuck report's dispatch holds one delivery
+start_control_worker worker3
+fin=$((id + 30)) blocker=$((id + 31))
+publish_dispatch "$w" "$(dispatch_body "$fin" "$w" core.echo '{"done": 1}')"
+first=$(completion_of "$fin")
+wait_settled "$wq"
+results_bindings="bindings/%2F/e/$(urlencode "$TOPO_EXCHANGE")/q/$(urlencode "$TOPO_RESULTS")"
+bindings=$(mgmt_get "$results_bindings")
+for props in $(jq -r '.[].properties_key' <<<"$bindings"); do
+    mgmt_delete "$results_bindings/$(urlencode "$props")" >/dev/null
+done
+publish_dispatch "$w" "$(dispatch_body "$blocker" "$w" core.echo '{}')"
+wait_log worker3 '"msg":"report not confirmed; retrying".*"status":"returned"' 10
+publish_dispatch "$w" "$(dispatch_body "$fin" "$w" core.echo '{"done": 1}')"
+wait_log worker3 "\"msg\":\"dispatch of an execution this worker already finished: not run again.*\"execution_id\":\"$fin\"" 10
+cancel "$fin"
+wait_log worker3 "\"msg\":\"cancel of an execution this worker already finished: its completion is sent again\".*\"execution_id\":\"$fin\"" 5
+control_settled
+for key in $(jq -r '.[].routing_key' <<<"$bindings"); do
+    mgmt_post "$results_bindings" "$(jq -cn --arg k "$key" '{routing_key: $k}')" >/dev/null
+done
+assert_eq "$(jq -c '. + {repeat: true}' <<<"$first")" \
+    "$(wait_msg "$TOPO_RESULTS" "$(is_completion "$fin") and .body.payload.repeat == true" 30 | jq -c .body.payload)" \
+    "the completed completion again, not a cancelled one"
+assert_eq completed "$(completion_of "$blocker" | jq -r .status)" "the report that was stuck"
+wait_settled "$wq"
+stop_worker worker3 "$BG_PID"
+assert_contains "$WORKER_STATS" '"repeats":"1"'
+assert_contains "$WORKER_STATS" '"cancelled":"0"'
+assert_contains "$WORKER_STATS" '"cancels_ignored":"1"'
 pass

@@ -11,13 +11,9 @@ require_stack
 worker_env
 
 exec_start ex
-new_worker w e2e
-on_exit "psql_q \"update executions set status = 'cancelled' where pinned_worker = '$w'
-    and status in ('requested', 'scheduled', 'running', 'canceling')\" >/dev/null 2>&1"
 # core.sleep gets 1 s unless the submission names its own timeout.
 export WARREN__WORKER__ACTION_TIMEOUTS="core.noop=5,core.sleep=1"
-start_worker worker "$w"
-wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$w'\")\" = online ]"
+start_live_worker w e2e
 assert_eq "t|4|1" "$(psql_q "select 'core.echo' = any(capabilities), capacity, heartbeat_interval_s
                              from workers where id = '$w'")" "the worker's row"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `warren worker` start-up errors: an invalid worker id exits 2 naming the rule; a worker queue
-# declared with other arguments exits 1 naming the fix; --help works without a broker.
+# declared with other arguments exits 1 naming the fix; a handlers directory others can write
+# exits 1 naming the fix; --help works without a broker.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -34,4 +35,14 @@ out=$(cat "$TEST_TMP/drift.out")
 assert_contains "$out" "the broker refused the worker's topology"
 assert_contains "$out" "x-message-ttl=1234 but configuration wants 300000"
 assert_contains "$out" "drain and delete the queue"
+
+# Anyone who can add a file to the handlers directory could make the worker run it.
+mkdir -m 0777 "$TEST_TMP/open"
+chmod 0777 "$TEST_TMP/open" # whatever the umask
+rc=0
+WARREN__WORKER__HANDLERS_DIR="$TEST_TMP/open" timeout 30 "$WARREN_BIN" worker --name "$w" \
+    >"$TEST_TMP/open.out" 2>&1 || rc=$?
+assert_eq 1 "$rc" "exit status with a world-writable handlers_dir"
+assert_contains "$(cat "$TEST_TMP/open.out")" "handlers_dir $TEST_TMP/open is writable by its group or others (mode 777)"
+assert_contains "$(cat "$TEST_TMP/open.out")" "chmod go-w"
 pass

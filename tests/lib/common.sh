@@ -123,6 +123,20 @@ require_stack() {
 $out"
     fi
     eval "$(bash "$stack" env)"
+    # Daemons' HTTP servers on any free port: tests (and other checkouts' tests) run executors
+    # side by side. A test that talks to one reads its port from the log (http_port).
+    export WARREN__API__LISTEN=${WARREN__API__LISTEN:-127.0.0.1:0}
+}
+
+# http_port NAME [SERVER]: the port a background daemon's HTTP server listens on ("api" for the
+# executor's, "health" for a worker's), from its "http listening" log line; waits up to 20 s.
+http_port() {
+    local log server=${2:-api}
+    log=$(bg_log "$1")
+    try_until 20 "grep -q '\"msg\":\"http listening\".*\"server\":\"$server\"' '$log'" ||
+        fail "$1: no 'http listening' line for server $server in $log"
+    grep '"msg":"http listening"' "$log" | grep "\"server\":\"$server\"" | tail -1 |
+        sed -E 's/.*"port":"([0-9]+)".*/\1/'
 }
 
 # stack CMD...: the stack script itself, e.g. `stack rabbit-stop` in a broker-outage test.

@@ -113,3 +113,16 @@ queue_get() {
     mgmt_post "queues/%2F/$(urlencode "$1")/get" \
         "{\"count\":$2,\"ackmode\":\"ack_requeue_true\",\"encoding\":\"auto\"}"
 }
+
+# start_live_worker VAR PREFIX: a worker with a new id in VAR (new_worker), running as the
+# background process "worker" (BG_PID) and live in the executor's workers table. Whatever is
+# pinned to it and unfinished when the test ends is cancelled, so later tests' schedulers do not
+# keep claiming it. Call it from the test's own shell, not in $(...).
+start_live_worker() {
+    new_worker "$1" "$2"
+    local id=${!1}
+    on_exit "psql_q \"update executions set status = 'cancelled' where pinned_worker = '$id'
+        and status in ('requested', 'scheduled', 'running', 'canceling')\" >/dev/null 2>&1"
+    start_worker worker "$id"
+    wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$id'\")\" = online ]"
+}

@@ -15,6 +15,23 @@ worker_env() {
     export WARREN__MESSAGE_QUEUE__RABBITMQ__PUBLISH_TIMEOUT_MS=2000
 }
 
+# test_handlers_dir: worker.handlers_dir with the source tree's core.* handlers and the test
+# module test.wait (tests/handlers/test_wait.c, in-process, ABI version 2).
+test_handlers_dir() {
+    local dir="$TEST_TMP/handlers"
+    mkdir -p "$dir"
+    ln -sf "$WARREN_SOURCE_DIR"/handlers/core.* "$dir/"
+    ln -sf "$WARREN_BUILD_DIR/tests/handlers/test_wait.so" "$dir/"
+    export WARREN__WORKER__HANDLERS_DIR=$dir
+}
+
+# pgroup_alive PGID: true while a process of the group still runs. A zombie does not count: a
+# handler's child killed with it is reparented to PID 1 (its shell died too), and when PID 1
+# reaps it is up to PID 1, not to the worker.
+pgroup_alive() {
+    ps -e -o pgid=,stat= | awk -v g="$1" '$1 == g && $2 !~ /^Z/ { alive = 1 } END { exit !alive }'
+}
+
 # start_worker NAME ID [ARGS...]: `warren worker --name ID` in the background (bg_start NAME),
 # waiting until it consumes its queue; BG_PID is its pid.
 start_worker() {
@@ -47,13 +64,15 @@ publish_dispatch() {
 
 # collect QUEUE: snapshot the messages now in QUEUE (they stay there: a lost HTTP answer then
 # loses nothing) into $TEST_TMP/QUEUE.msgs, one JSON object a line, oldest first:
-# {routing_key, properties, raw, body}: raw is the body text as sent, body the same parsed (jq
-# rounds numbers it parses: compare exact bytes on raw).
+# {routing_key, properties, raw, body, encoding}: raw is the body text as sent, body the same
+# parsed (jq rounds numbers it parses: compare exact bytes on raw); encoding is "string", or
+# "base64" (raw is then base64) when the body is not valid UTF-8.
 collect() {
     local f="$TEST_TMP/$1.msgs" got
     got=$(mgmt_post "queues/%2F/$(urlencode "$1")/get" \
         '{"count":5000,"ackmode":"ack_requeue_true","encoding":"auto"}') || return 1
-    jq -c '.[] | .payload as $p | {routing_key, properties, raw: $p, body: (try ($p | fromjson) catch $p)}' \
+    jq -c '.[] | .payload as $p | {routing_key, properties, raw: $p, body: (try ($p | fromjson) catch $p),
+                                   encoding: .payload_encoding}' \
         <<<"$got" >"$f.new"
     mv "$f.new" "$f"
 }

@@ -172,6 +172,75 @@ static void test_result_escape_digits_are_hex(void **state)
     }
 }
 
+/* jsonb's numeric range, each case checked against PostgreSQL 15 with
+ * select '{"x": N}'::jsonb (which answers "value overflows numeric format" for the others). */
+static const struct {
+    const char *num;
+    bool storable;
+} numbers[] = {
+    {"0", true},
+    {"-0", true},
+    {"1E+2", true},
+    {"1e-0", true},
+    {"1e131071", true}, /* the largest power of ten */
+    {"-1e131071", true},
+    {"9.99e131071", true},
+    {"99999e131067", true},
+    {"0.000001e131077", true}, /* leading zeros do not count */
+    {"1e131072", false},
+    {"-1e131072", false},
+    {"10e131071", false},
+    {"1e999999", false}, /* the example */
+    {"1e-16383", true},  /* the smallest: 16383 digits of scale */
+    {"0.1e-16382", true},
+    {"123.456e-16380", true},
+    {"0.0000e-16379", true},
+    {"1e-16384", false},
+    {"0.10e-16382", false}, /* a trailing zero is scale too */
+    {"123.456e-16381", false},
+    {"0.0000e-16380", false}, /* zero too */
+    {"1e-999999", false},
+    {"0e999999", true}, /* zero has no magnitude... */
+    {"0e1073741822", true},
+    {"0e1073741823", false}, /* ...but the exponent itself is bounded */
+    {"0e99999999999999999999", false},
+    {"0e-1073741822", false},
+    {"1e-99999999999999999999", false},
+    {"5e00000000000000000000000003", true},
+};
+
+static void test_number_storable(void **state)
+{
+    for (size_t i = 0; i < sizeof numbers / sizeof *numbers; i++)
+        if (capture_number_storable(numbers[i].num, strlen(numbers[i].num)) != numbers[i].storable)
+            fail_msg("%s: want %s", numbers[i].num, numbers[i].storable ? "storable" : "refused");
+}
+
+/* Digit counts: 131072 before the point and 16383 after are the most jsonb takes. */
+static void test_number_storable_digits(void **state)
+{
+    size_t n = 131073;
+    char *num = malloc(n + 3);
+    memset(num, '9', n);
+    assert_true(capture_number_storable(num, n - 1));
+    assert_false(capture_number_storable(num, n));
+    memcpy(num, "0.", 2);
+    assert_true(capture_number_storable(num, 2 + 16383));
+    assert_false(capture_number_storable(num, 2 + 16384));
+    free(num);
+}
+
+/* JSON with a number jsonb refuses is sent as text, marked; other text is not marked. */
+static void test_result_unstorable_number(void **state)
+{
+    assert_result("{\"x\":1e999999}\n", false,
+                  "{\"output\":\"{\\\"x\\\":1e999999}\",\"unstorable\":\"number out of range\"}");
+    assert_result("[1, 2, 1e-16384]", false,
+                  "{\"output\":\"[1, 2, 1e-16384]\",\"unstorable\":\"number out of range\"}");
+    assert_result("[1e999999", false, "{\"output\":\"[1e999999\"}"); /* not JSON at all */
+    assert_result("[1e131071]", false, "[1e131071]");
+}
+
 static void test_result_depth_is_bounded(void **state)
 {
     char deep[300];
@@ -228,6 +297,9 @@ int main(void)
         cmocka_unit_test(test_result_wraps_other_text),
         cmocka_unit_test(test_result_strict_json_only),
         cmocka_unit_test(test_result_escape_digits_are_hex),
+        cmocka_unit_test(test_number_storable),
+        cmocka_unit_test(test_number_storable_digits),
+        cmocka_unit_test(test_result_unstorable_number),
         cmocka_unit_test(test_result_depth_is_bounded),
         cmocka_unit_test(test_result_truncated_is_text),
         cmocka_unit_test(test_result_invalid_utf8_json_is_wrapped),

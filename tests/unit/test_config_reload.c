@@ -182,16 +182,21 @@ static void test_reload_takes_reloadable_keys(void **state)
     char err[512] = "";
     write_file("log = { level = \"info\"; };\n"
                "message_queue = { rabbitmq = { prefetch = 64; }; };\n");
+    setenv("WARREN__EXECUTOR__BATCH_SIZE", "7", 1);
     assert_int_equal(cfg_load(&cfg, conf_path, err, sizeof err), 0);
     assert_string_equal(cfg.file, conf_path);
-    setenv("WARREN__EXECUTOR__BATCH_SIZE", "7", 1); /* the environment is read again too */
+    /* The environment as it was at the load counts again, not the process's of now (the
+     * worker clears its WARREN__* variables once loaded). */
+    unsetenv("WARREN__EXECUTOR__BATCH_SIZE");
+    setenv("WARREN__EXECUTOR__POLL_INTERVAL_MS", "11", 1);
     write_file("log = { level = \"debug\"; };\n"
                "message_queue = { rabbitmq = { prefetch = 10; }; };\n"
                "worker = { action_timeouts = \"a.b=5\"; };\n");
     cfg_diff_t d;
     assert_int_equal(cfg_reload(&cfg, &d, err, sizeof err), 0);
-    unsetenv("WARREN__EXECUTOR__BATCH_SIZE");
-    assert_int_equal(d.n_reload, 3);
+    unsetenv("WARREN__EXECUTOR__POLL_INTERVAL_MS");
+    assert_int_equal(cfg.executor.poll_interval_ms, 200);
+    assert_int_equal(d.n_reload, 2);
     assert_int_equal(d.n_restart, 1);
     assert_string_equal(d.restart[0], "message_queue.rabbitmq.prefetch");
     assert_int_equal(cfg.log.level, 0); /* debug */

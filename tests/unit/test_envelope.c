@@ -439,6 +439,17 @@ static void test_dispatch_defaults_and_string_id(void **state)
     json_object_put(p);
 }
 
+/* Incarnations: 32 lowercase hex characters, a new one every time. */
+static void test_incarnation(void **state)
+{
+    (void)state;
+    char a[INCARNATION_LEN + 1], b[INCARNATION_LEN + 1];
+    envelope_new_incarnation(a, sizeof a);
+    envelope_new_incarnation(b, sizeof b);
+    assert_true(ids_incarnation_valid(a));
+    assert_string_not_equal(a, b);
+}
+
 static const struct {
     const char *key;
     const char *value; /* NULL: delete */
@@ -509,6 +520,18 @@ static void test_cancel_payload(void **state)
     assert_string_equal(c.requested_by, "ops");
     json_object_put(p);
 
+    /* What the executor sends is what the worker reads. */
+    cancel_request_t sent = {.execution_id = 9007199254740993LL, .attempt = 3};
+    snprintf(sent.worker_id, sizeof sent.worker_id, "w-2.x");
+    snprintf(sent.requested_by, sizeof sent.requested_by, "cli:ops");
+    p = cancel_to_payload(&sent);
+    assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
+    assert_true(c.execution_id == sent.execution_id);
+    assert_int_equal(c.attempt, 3);
+    assert_string_equal(c.worker_id, "w-2.x");
+    assert_string_equal(c.requested_by, "cli:ops");
+    json_object_put(p);
+
     p = json_tokener_parse("{\"execution_id\": \"7\", \"attempt\": 1, \"worker_id\": \"w1\"}");
     assert_int_equal(cancel_from_payload(p, &c, err, sizeof err), 0);
     assert_int_equal(c.execution_id, 7);
@@ -558,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_dispatch_round_trip),
         cmocka_unit_test(test_dispatch_defaults_and_string_id),
         cmocka_unit_test(test_dispatch_malformed),
+        cmocka_unit_test(test_incarnation),
         cmocka_unit_test(test_cancel_payload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

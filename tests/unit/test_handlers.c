@@ -1,6 +1,7 @@
 /* Unit tests for the handler registry: ABI checks (versions 1 and 2), lookups and the listing
  * (action_ref rules: test_ids). */
 #include <setjmp.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -153,6 +154,67 @@ static void test_exec_path_and_list(void **state)
     rmdir(dir);
 }
 
+/* An executable its group or others can write is refused, with a reason, and not announced. */
+static void test_writable_handler_refused(void **state)
+{
+    char dir[] = "/tmp/warren-registry-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    put_file(dir, "t.ok", 0755);
+    put_file(dir, "t.group", 0775);
+    put_file(dir, "t.world", 0757);
+    char path[4096], err[ERRBUF_SIZE];
+    assert_int_equal(handlers_exec_path(dir, "t.ok", path, sizeof path, err, sizeof err), 0);
+    assert_int_equal(handlers_exec_path(dir, "t.group", path, sizeof path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/t.group is writable by its group or others (mode 775): refused"));
+    assert_int_equal(handlers_exec_path(dir, "t.world", path, sizeof path, err, sizeof err), -1);
+    assert_non_null(strstr(err, "(mode 757)"));
+    handlers_t *r = handlers_new();
+    json_object *list = handlers_list(r, dir);
+    assert_string_equal(json_object_to_json_string_ext(list, JSON_C_TO_STRING_PLAIN),
+                        "[\"core.noop\",\"t.ok\"]");
+    json_object_put(list);
+    handlers_free(r);
+    const char *names[] = {"t.ok", "t.group", "t.world"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* The example module (a real one) loads from a directory of ours, and does not when it is
+ * writable by others or, when the test can arrange it (as root), owned by another user. */
+static void test_untrusted_module_refused(void **state)
+{
+    char dir[] = "/tmp/warren-registry-XXXXXX", so[4096], copy[4200];
+    assert_non_null(mkdtemp(dir));
+    char exe[4096] = "";
+    assert_true(readlink("/proc/self/exe", exe, sizeof exe - 1) > 0); /* in the build dir */
+    snprintf(so, sizeof so, "%s/handlers/example_upper.so", dirname(exe));
+    snprintf(copy, sizeof copy, "%s/example_upper.so", dir);
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", so, copy);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(chmod(copy, 0755), 0);
+    handlers_t *r = handlers_new();
+    assert_int_equal(handlers_load_dir(r, dir), 1);
+    handlers_free(r);
+    assert_int_equal(chmod(copy, 0775), 0);
+    r = handlers_new();
+    assert_int_equal(handlers_load_dir(r, dir), 0);
+    assert_null(handlers_find(r, "example.upper"));
+    handlers_free(r);
+    assert_int_equal(chmod(copy, 0755), 0);
+    if (geteuid() == 0) {
+        assert_int_equal(chown(copy, 65534, 65534), 0);
+        r = handlers_new();
+        assert_int_equal(handlers_load_dir(r, dir), 0);
+        handlers_free(r);
+    }
+    unlink(copy);
+    rmdir(dir);
+}
+
 int main(void)
 {
     log_setup(LOG_ERROR, LOG_FORMAT_TEXT);
@@ -161,6 +223,8 @@ int main(void)
         cmocka_unit_test(test_add_rejects),
         cmocka_unit_test(test_add_v2),
         cmocka_unit_test(test_exec_path_and_list),
+        cmocka_unit_test(test_writable_handler_refused),
+        cmocka_unit_test(test_untrusted_module_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@ static void test_options_from_config(void **state)
     cfg.circuit_breaker.messaging.failure_threshold = 9;
     cfg.circuit_breaker.messaging.success_threshold = 3;
     cfg.circuit_breaker.messaging.open_timeout_s = 42;
+    cfg.message_queue.max_body_bytes = 65536;
     mq_options_t o;
     mq_options_from_config(&o, &cfg, "warren-worker");
     assert_string_equal(o.url, "amqp://u:p@h:1/v");
@@ -34,6 +35,7 @@ static void test_options_from_config(void **state)
     assert_int_equal(o.breaker_failure_threshold, 9);
     assert_int_equal(o.breaker_success_threshold, 3);
     assert_int_equal(o.breaker_open_timeout_s, 42);
+    assert_int_equal(o.max_body_bytes, 65536);
     assert_string_equal(o.app_id, "warren-worker");
 }
 
@@ -53,7 +55,19 @@ static void test_new_applies_defaults(void **state)
     assert_null(mq_conn(c));
     assert_string_equal(mq_last_error(c), "");
     assert_int_equal(mq_retry_in_ms(c), 0);
+    assert_int_equal(c->opts.max_body_bytes, MQ_DEFAULT_MAX_BODY_BYTES);
     mq_destroy(c);
+}
+
+static void test_oversized_text(void **state)
+{
+    (void)state;
+    mq_delivery_t d = {
+        .body_len = 4096, .body_size = 52428800, .oversized = true, .body_limit = 1048576};
+    char text[200];
+    mq_oversized_text(&d, text, sizeof text);
+    assert_string_equal(text, "body of 52428800 bytes exceeds message_queue.max_body_bytes "
+                              "(1048576); only its first 4096 bytes were kept");
 }
 
 static void test_no_consumer_no_io(void **state)
@@ -195,6 +209,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_options_from_config),
         cmocka_unit_test(test_new_applies_defaults),
+        cmocka_unit_test(test_oversized_text),
         cmocka_unit_test(test_no_consumer_no_io),
         cmocka_unit_test(test_breaker_opens_and_fails_fast),
         cmocka_unit_test(test_describe_reply),

@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "warren/log.h"
+#include "warren/utf8.h"
 #include "worker/inproc.h"
 #include "worker/runner.h"
 
@@ -480,6 +483,26 @@ static void test_leftovers_killed_on_exit(void **state)
     got_free(&g);
 }
 
+/* A worker that inherits orphans (PID 1 in a container; a subreaper here) reaps them: what a
+ * handler left behind, killed with its group, is not left a zombie, and is counted. */
+static void test_orphans_reaped(void **state)
+{
+    fixture_t *f = *state;
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    got_t g;
+    pid_t leftover = run_recording_pid(f, "t.leave", "sleep 1000 &\necho $! > $pidfile\necho '{}'",
+                                       0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_true(leftover > 0);
+    for (int i = 0; i < 250 && runner_orphans_reaped(f->runner) == 0; i++)
+        run_until(f, f->ndone + 1, 20);
+    (void)prctl(PR_SET_CHILD_SUBREAPER, 0);
+    assert_int_equal(runner_orphans_reaped(f->runner), 1);
+    assert_int_equal(kill(leftover, 0), -1); /* not even a zombie */
+    assert_int_equal(errno, ESRCH);
+    got_free(&g);
+}
+
 static void test_shell_metacharacters_stay_data(void **state)
 {
     fixture_t *f = *state;
@@ -524,6 +547,55 @@ static void test_missing_handler(void **state)
     assert_string_equal(g.error, "no handler for action 'no.such' (no executable " SOURCE_HANDLERS
                                  "/no.such)");
     got_free(&g);
+}
+
+/* An error text longer than its buffer is cut on a character boundary: the completion that
+ * carries it must be valid UTF-8, or the executor can never store it. Two lengths of the
+ * directory's name, so one of them puts the cut inside a two-byte character. */
+static void test_long_error_text_stays_utf8(void **state)
+{
+    fixture_t *f = *state;
+    for (int odd = 0; odd < 2; odd++) {
+        char dir[1024], part[256] = "";
+        for (int i = 0; i < 125; i++)
+            strcat(part, "\xC3\xA9"); /* é */
+        snprintf(dir, sizeof dir, "%s/%s", f->dir, odd ? "a" : "");
+        if (odd)
+            assert_int_equal(mkdir(dir, 0755), 0);
+        for (int level = 0; level < 2; level++) {
+            strcat(strcat(dir, "/"), part);
+            assert_int_equal(mkdir(dir, 0755), 0);
+        }
+        runner_opts_t o = default_opts(dir);
+        make_runner(f, &o);
+        got_t g;
+        run_one(f, "no.such", "{}", 0, &g);
+        assert_int_equal(g.outcome, RUNNER_FAILED);
+        assert_non_null(strstr(g.error, "no handler for action 'no.such'"));
+        if (!utf8_valid(g.error, strlen(g.error), NULL))
+            fail_msg("error text is not UTF-8: %s", g.error);
+        got_free(&g);
+        runner_free(f->runner);
+        f->runner = NULL;
+    }
+}
+
+/* A handlers directory others can write is refused at start: whoever can add a file there
+ * decides what the worker runs. */
+static void test_writable_dir_refused(void **state)
+{
+    fixture_t *f = *state;
+    const mode_t modes[] = {0775, 0757, 01777};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(f->dir, modes[i]), 0);
+        runner_opts_t o = default_opts(f->dir);
+        char err[ERRBUF_SIZE] = "";
+        assert_null(runner_new(f->base, &o, err, sizeof err));
+        assert_non_null(strstr(err, "is writable by its group or others"));
+    }
+    assert_int_equal(chmod(f->dir, 0755), 0);
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
 }
 
 /* Eight handlers run at once: each waits until all eight have started (a barrier of marker
@@ -599,6 +671,45 @@ static void test_descriptors_not_inherited(void **state)
     close(fd);
     assert_int_equal(g.outcome, RUNNER_COMPLETED);
     assert_string_equal(g.result, "{\"output\":\"0\\n1\\n2\\n3\"}");
+    got_free(&g);
+}
+
+/* The handler starts with nothing blocked or ignored (the worker ignores SIGPIPE, and blocks
+ * every signal while it starts a handler). */
+static void test_signal_state_is_clean(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    write_handler(f, "t.sig", "exec grep -E '^Sig(Blk|Ign)' /proc/self/status");
+    got_t g;
+    run_one(f, "t.sig", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_string_equal(g.result,
+                        "{\"output\":\"SigBlk:\\t0000000000000000\\nSigIgn:\\t0000000000000000\"}");
+    got_free(&g);
+}
+
+/* An executable the kernel cannot run fails with the exec's reason, and leaves no process. */
+static void test_exec_failure(void **state)
+{
+    fixture_t *f = *state;
+    runner_opts_t o = default_opts(f->dir);
+    make_runner(f, &o);
+    char path[128];
+    snprintf(path, sizeof path, "%s/t.badinterp", f->dir);
+    FILE *out = fopen(path, "w");
+    assert_non_null(out);
+    fputs("#!/nonexistent/interpreter\n", out);
+    fclose(out);
+    assert_int_equal(chmod(path, 0755), 0);
+    got_t g;
+    run_one(f, "t.badinterp", "{}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_FAILED);
+    assert_int_equal(g.exit_code, -1);
+    assert_non_null(strstr(g.error, "cannot start handler"));
+    assert_non_null(strstr(g.error, "No such file or directory"));
+    assert_true(waitpid(-1, NULL, WNOHANG) <= 0); /* reaped, no zombie left */
     got_free(&g);
 }
 
@@ -895,6 +1006,20 @@ static void test_v2_terminate_and_free(void **state)
     assert_int_equal(inproc_abandoned(), 0);
 }
 
+/* A process a version 2 handler starts on its own thread is its own to wait for: the runner's
+ * reaping (waitpid(-1) for orphans) must not take its status, even while the loop handles the
+ * SIGCHLD of its exit. */
+static void test_v2_handler_child_not_reaped(void **state)
+{
+    fixture_t *f = *state;
+    make_test_module_runner(f, 1);
+    got_t g;
+    run_one(f, "test.wait", "{\"seconds\": 0.5, \"child_exit\": 7}", 0, &g);
+    assert_int_equal(g.outcome, RUNNER_COMPLETED);
+    assert_json_field(g.result, "child", "7");
+    got_free(&g);
+}
+
 /* Cancelling an executable handler stops its whole group at once. */
 static void test_cancel_exec_group(void **state)
 {
@@ -968,11 +1093,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeout_kills_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_escalates_to_sigkill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_leftovers_killed_on_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_orphans_reaped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shell_metacharacters_stay_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_handler, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_error_text_stays_utf8, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writable_dir_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_params_and_unread_stdin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_descriptors_not_inherited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signal_state_is_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_terminate_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_free_kills_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noop_inprocess, setup, teardown),
@@ -985,6 +1115,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_v2_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_abandoned, setup, teardown),
         cmocka_unit_test_setup_teardown(test_v2_terminate_and_free, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v2_handler_child_not_reaped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_exec_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_race, setup, teardown),
     };

@@ -9,6 +9,8 @@
 #include "warren/envelope.h"
 #include "worker/report_msg.h"
 
+#define INCARNATION "0123456789abcdef0123456789abcdef"
+
 static report_msg_completion_t completion(const char *result_json)
 {
     return (report_msg_completion_t){
@@ -23,6 +25,7 @@ static report_msg_completion_t completion(const char *result_json)
         .ended_at = "2024-01-02T03:04:06.000Z",
         .duration_ms = 1000,
         .trace_id = "t-1",
+        .incarnation = INCARNATION,
     };
 }
 
@@ -55,7 +58,7 @@ static int64_t num(json_object *o, const char *key)
 static void test_running(void **state)
 {
     (void)state;
-    report_msg_running_t r = {"w1", 42, 3, "2024-01-02T03:04:05.000Z", "t-1"};
+    report_msg_running_t r = {"w1", 42, 3, "2024-01-02T03:04:05.000Z", "t-1", INCARNATION, 30};
     size_t len = 0;
     char *body = report_msg_running(&r, "m-1", &len);
     assert_non_null(body);
@@ -72,6 +75,8 @@ static void test_running(void **state)
     assert_string_equal(str(e.payload, "worker_id"), "w1");
     assert_string_equal(str(e.payload, "status"), "running");
     assert_string_equal(str(e.payload, "started_at"), r.started_at);
+    assert_string_equal(str(e.payload, "incarnation"), INCARNATION);
+    assert_int_equal(num(e.payload, "timeout_s"), 30);
     envelope_free(&e);
     free(body);
 }
@@ -100,6 +105,7 @@ static void test_completion_embeds_result_verbatim(void **state)
     assert_int_equal(num(e.payload, "duration_ms"), 1000);
     assert_int_equal(num(e.payload, "exit_code"), 0);
     assert_int_equal(num(e.payload, "signal"), 0);
+    assert_string_equal(str(e.payload, "incarnation"), INCARNATION);
     envelope_free(&e);
     free(body);
 }
@@ -122,6 +128,44 @@ static void test_completion_without_result(void **state)
     assert_int_equal(num(e.payload, "exit_code"), 7);
     envelope_free(&e);
     free(body);
+}
+
+/* A kept completion is a deep copy; sent again, it is the same payload plus repeat: true. */
+static void test_completion_kept_and_repeated(void **state)
+{
+    (void)state;
+    char result[] = "{\"n\": 1.50}", tail[] = "err\n";
+    report_msg_completion_t c = completion(result);
+    c.stderr_tail = tail;
+    c.error = NULL;
+    report_msg_fate_t fate;
+    size_t len = 0, len2 = 0, bytes = 0;
+    char *first = report_msg_completion(&c, "m-a", &len, &fate);
+    report_msg_completion_t *kept = report_msg_completion_keep(&c, &bytes);
+    assert_non_null(kept);
+    assert_true(bytes > sizeof *kept + strlen(result));
+    memset(result, 'x', sizeof result - 1); /* the copy owns its strings */
+    memset(tail, 'x', sizeof tail - 1);
+    assert_null(kept->error);
+    report_msg_completion_t again_c = *kept;
+    again_c.repeat = true;
+    char *again = report_msg_completion(&again_c, "m-b", &len2, &fate);
+    assert_non_null(first);
+    assert_non_null(again);
+    envelope_t a, b;
+    decode(first, len, &a);
+    decode(again, len2, &b);
+    assert_false(json_object_object_get_ex(a.payload, "repeat", NULL));
+    assert_string_equal(b.message_id, "m-b");
+    assert_true(json_object_get_boolean(field(b.payload, "repeat")));
+    json_object_object_del(b.payload, "repeat");
+    assert_true(json_object_equal(a.payload, b.payload));
+    assert_non_null(strstr(again, "\"result\":{\"n\": 1.50}"));
+    envelope_free(&a);
+    envelope_free(&b);
+    free(first);
+    free(again);
+    free(kept);
 }
 
 /* A dispatch cancelled while held never started: started_at is null. */
@@ -283,7 +327,8 @@ static void test_heartbeat(void **state)
     json_object *caps = json_object_new_array();
     json_object_array_add(caps, json_object_new_string("core.echo"));
     report_msg_heartbeat_t h = {
-        "w1", "stopping", caps, 4, 1, 10, "host-a", "1.2.3", "2024-01-02T03:04:05.000Z"};
+        "w1",       "stopping", caps, 4, 1, 10, "host-a", "1.2.3", "2024-01-02T03:04:05.000Z",
+        INCARNATION};
     size_t len = 0;
     char *body = report_msg_heartbeat(&h, "m-6", &len);
     json_object_put(caps);
@@ -302,6 +347,7 @@ static void test_heartbeat(void **state)
     assert_string_equal(str(e.payload, "host"), "host-a");
     assert_string_equal(str(e.payload, "version"), "1.2.3");
     assert_string_equal(str(e.payload, "started_at"), h.started_at);
+    assert_string_equal(str(e.payload, "incarnation"), INCARNATION);
     envelope_free(&e);
     free(body);
 }
@@ -312,6 +358,7 @@ int main(void)
         cmocka_unit_test(test_running),
         cmocka_unit_test(test_completion_embeds_result_verbatim),
         cmocka_unit_test(test_completion_without_result),
+        cmocka_unit_test(test_completion_kept_and_repeated),
         cmocka_unit_test(test_completion_never_started),
         cmocka_unit_test(test_depth_limit_matches_the_decoder),
         cmocka_unit_test(test_too_large_result_is_cut),

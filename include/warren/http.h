@@ -1,0 +1,123 @@
+/*
+ * The small HTTP server both daemons run on their event loop (libevent's evhttp): the
+ * executor's API, health and metrics, and each worker's health and metrics. It adds what
+ * evhttp 2.1 lacks for a server that faces the network: a bound on connections (the listener
+ * pauses at the limit), a deadline for a whole request (a client sending a byte a second is
+ * closed after read_timeout_s, whatever the per-read timeout), an idle deadline for kept-alive
+ * connections, routing with path parameters, 404/405, and JSON errors {"error","detail"}.
+ * Handlers run on the loop and must answer before they return.
+ */
+#ifndef WARREN_HTTP_H
+#define WARREN_HTTP_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include "warren/breaker.h"
+#include "warren/common.h"
+#include "warren/metrics.h"
+
+typedef struct http_limits {
+    int max_connections;     /* open connections; the listener pauses at the limit */
+    size_t max_header_bytes; /* request line and headers */
+    size_t max_body_bytes;   /* larger bodies get 413 */
+    int read_timeout_s;      /* a request must arrive whole within this */
+    int idle_timeout_s;      /* a kept-alive connection without a request is closed */
+} http_limits_t;
+
+enum { HTTP_GET = 1, HTTP_POST = 2 };
+
+#define HTTP_MAX_PARAMS 4
+
+/* One request as a handler sees it. Everything points into the request: valid until the
+ * handler returns. */
+typedef struct http_req {
+    struct evhttp_request *req;
+    int method;                          /* HTTP_GET or HTTP_POST */
+    const char *path;                    /* decoded, without the query */
+    const char *params[HTTP_MAX_PARAMS]; /* the {} segments of the route, in order */
+    struct evkeyvalq query;              /* parsed query string */
+    const char *body;                    /* NUL-terminated copy; "" when none */
+    size_t body_len;
+    bool replied;
+} http_req_t;
+
+typedef void (*http_handler_fn)(http_req_t *r, void *arg);
+
+typedef struct http_server http_server_t;
+
+/* A server on base (borrowed), nothing bound yet; name is for logs ("api", "health").
+ * Free with http_free(). NULL when out of memory. */
+http_server_t *http_new(struct event_base *base, const char *name, const http_limits_t *limits);
+void http_free(http_server_t *s);
+/*
+ * Route methods (HTTP_GET | HTTP_POST) on pattern, whose segments are literal or "{}" (one
+ * non-empty segment, handed over in r->params): "/api/v1/executions/{}/cancel". A path that
+ * matches no pattern is 404; one whose pattern lacks the method is 405. -1 when the table is full.
+ */
+int http_route(http_server_t *s, int methods, const char *pattern, http_handler_fn fn,
+               void *arg) WARN_UNUSED;
+/* Bind host:port ("127.0.0.1:8080", "[::1]:8080", ":8080" for every address, port 0 for any
+ * free one) and log the address. -1 with err when it cannot. */
+int http_listen(http_server_t *s, const char *hostport, char *err, size_t errlen) WARN_UNUSED;
+/* The port bound, 0 before http_listen. */
+int http_port(const http_server_t *s);
+/* Connections open now. */
+size_t http_connections(const http_server_t *s);
+
+/* Split "host:port" / "[v6]:port" / ":port"; host "" means every address. Pure. */
+int http_split_hostport(const char *s, char *host, size_t hostlen, int *port) WARN_UNUSED;
+/* Match path against pattern (see http_route); captures go into params, each a copy in buf.
+ * Pure. */
+bool http_route_match(const char *pattern, const char *path, const char **params, char *buf,
+                      size_t buflen);
+/* Equal, in time that depends on the lengths only, never on where the texts differ. */
+bool http_secret_equal(const char *a, const char *b);
+
+/* Replies. Each request gets exactly one; later ones are ignored. */
+void http_reply(http_req_t *r, int code, const char *content_type, const char *body, size_t len);
+void http_reply_json(http_req_t *r, int code, const char *json);
+/* {"error": error, "detail": printf(fmt)} */
+void http_error(http_req_t *r, int code, const char *error, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Add a response header before replying. */
+void http_add_header(http_req_t *r, const char *name, const char *value);
+/* A request header (case-insensitive), NULL when absent. */
+const char *http_header(http_req_t *r, const char *name);
+/* A query parameter, NULL when absent. */
+const char *http_query(http_req_t *r, const char *name);
+/* 400 and false when the query has a parameter not in allowed (NULL-terminated). */
+bool http_query_only(http_req_t *r, const char *const *allowed);
+
+/* ---- health and metrics (src/http/health.c) ---- */
+
+/* /livez: 200 {"status":"ok","loop_beat_age_ms"} (loop_beat_ms: monotonic, last loop tick). */
+void http_reply_livez(http_req_t *r, int64_t loop_beat_ms);
+/* /metrics: the registry in Prometheus' text format. */
+void http_reply_metrics(http_req_t *r, const metrics_registry_t *m);
+
+/* /metrics: warren_breaker_state, warren_breaker_rejections_total and
+ * warren_breaker_opened_total, one sample each per breaker, labelled breaker="name". */
+typedef struct http_breaker_ref {
+    const char *name;
+    const breaker_t *b;
+} http_breaker_ref_t;
+void http_metrics_breakers(metrics_out_t *o, const http_breaker_ref_t *refs, size_t n);
+
+/* /readyz: checks gathered one by one, then one answer: 200 ready, 200 degraded (a half-open
+ * breaker), 503 not_ready, the body {status, checks, reasons}. */
+typedef struct http_ready {
+    struct json_object *body, *checks, *reasons;
+    bool ready, degraded;
+} http_ready_t;
+
+void http_ready_init(http_ready_t *h);
+/* A check named name in state; when not ok, reason joins "reasons" and it is not ready. */
+void http_ready_check(http_ready_t *h, const char *name, const char *state, bool ok,
+                      const char *reason);
+/* A breaker: open is not ready, half-open degraded. */
+void http_ready_breaker(http_ready_t *h, const char *name, const breaker_t *b);
+/* Answer (with key: value added to the body when key is not NULL) and free what h holds. */
+void http_ready_reply(http_req_t *r, http_ready_t *h, const char *key, const char *value);
+
+#endif

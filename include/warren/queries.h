@@ -1,0 +1,37 @@
+/*
+ * Statements the CLI (on the database URL) and the executor's HTTP API both run, so that
+ * `warren get|list|workers|submit|cancel --json` print the same document whichever way they
+ * go. Every value is a parameter; each statement returns one row (or none) whose "doc" column
+ * is the JSON text. src/db/queries.c.
+ */
+#ifndef WARREN_QUERIES_H
+#define WARREN_QUERIES_H
+
+/* One execution: the row, its derived wait_reason, "events" (its history) and "dead_letters".
+ * $1 id, $2 executor.heartbeat_stale_factor. No row: no such execution. */
+extern const char q_execution_doc[];
+
+/* Executions newest first (by id, which increases with created_at), as a JSON array "doc",
+ * with "last_id" (the smallest id in the page, the next page's cursor) and "n".
+ * $1 status, $2 action_ref, $3 worker, $4 created since (timestamptz text), $5 ids below this
+ * (the cursor), $6 limit; NULL for any filter means none. */
+extern const char q_execution_list[];
+
+/* Every known worker as a JSON array "doc": the row, "live", "state" (live, stale, offline),
+ * "heartbeat_age_s" and "in_flight". $1 executor.heartbeat_stale_factor. */
+extern const char q_workers[];
+
+/* Insert executions in one statement: $1 a JSON array of {action_ref, params, pinned_worker,
+ * timeout_s} (checked by the caller), $2 submitted_by. One row per execution, in input order:
+ * id, status, row (the new row as JSON text). */
+extern const char q_submit[];
+
+/*
+ * Cancel execution $1 on behalf of $2 (cancelled_by): requested or scheduled become cancelled
+ * at once, running becomes canceling (its worker must be told). Compare-and-swap under a row
+ * lock. No row: no such execution. Else: before (the status found), after (the status now),
+ * worker, attempt and row (JSON text of the row now).
+ */
+extern const char q_cancel[];
+
+#endif

@@ -1,0 +1,441 @@
+/* The operator commands over the executor's HTTP API (WARREN_API_URL, WARREN_API_KEY). */
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include "cli/cli_api.h"
+#include "cli/cli_fmt.h"
+
+#define API_TIMEOUT_S 30
+#define WAIT_POLL_MS 100
+
+const char *cli_api_url(void)
+{
+    const char *u = getenv("WARREN_API_URL");
+    return u && *u ? u : NULL;
+}
+
+void cli_operator(char *buf, size_t len)
+{
+    struct passwd *pw = getpwuid(geteuid());
+    const char *user = pw && pw->pw_name ? pw->pw_name : getenv("USER");
+    if (user && *user)
+        snprintf(buf, len, "cli:%s", user);
+    else
+        snprintf(buf, len, "cli:uid-%u", (unsigned)geteuid());
+}
+
+typedef struct reply {
+    int code;
+    char *body;
+    bool done;
+} reply_t;
+
+static void on_reply(struct evhttp_request *req, void *arg)
+{
+    reply_t *r = arg;
+    r->done = true;
+    if (!req || !evhttp_request_get_response_code(req))
+        return;
+    r->code = evhttp_request_get_response_code(req);
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    r->body = malloc(len + 1);
+    if (r->body) {
+        evbuffer_copyout(in, r->body, len);
+        r->body[len] = '\0';
+    }
+}
+
+/* The API URL's parts: host, port and the path prefix (without a trailing "/"). */
+static int parse_url(const char *cmd, const char *url, char *host, size_t hostlen, int *port,
+                     char *prefix, size_t prefixlen)
+{
+    struct evhttp_uri *u = evhttp_uri_parse(url);
+    const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
+    const char *h = u ? evhttp_uri_get_host(u) : NULL;
+    if (!u || !scheme || strcmp(scheme, "http") || !h || !*h) {
+        fprintf(stderr, "warren %s: WARREN_API_URL must be http://HOST[:PORT][/PREFIX]\n", cmd);
+        evhttp_uri_free(u);
+        return -1;
+    }
+    snprintf(host, hostlen, "%s", h);
+    *port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
+    const char *p = evhttp_uri_get_path(u);
+    snprintf(prefix, prefixlen, "%s", p ? p : "");
+    size_t n = strlen(prefix);
+    while (n > 0 && prefix[n - 1] == '/')
+        prefix[--n] = '\0';
+    evhttp_uri_free(u);
+    return 0;
+}
+
+int cli_api_request(const char *cmd, const char *method, const char *path, const char *body,
+                    char **out)
+{
+    char host[256], prefix[512];
+    int port;
+    *out = NULL;
+    if (parse_url(cmd, cli_api_url(), host, sizeof host, &port, prefix, sizeof prefix) != 0)
+        return -1;
+    struct event_base *base = event_base_new();
+    struct evhttp_connection *conn =
+        base ? evhttp_connection_base_new(base, NULL, host, (uint16_t)port) : NULL;
+    reply_t r = {0};
+    struct evhttp_request *req = conn ? evhttp_request_new(on_reply, &r) : NULL;
+    if (!req) {
+        fprintf(stderr, "warren %s: out of memory\n", cmd);
+        if (conn)
+            evhttp_connection_free(conn);
+        if (base)
+            event_base_free(base);
+        return -1;
+    }
+    evhttp_connection_set_timeout(conn, API_TIMEOUT_S);
+    struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+    evhttp_add_header(h, "Host", host);
+    evhttp_add_header(h, "Accept", "application/json");
+    evhttp_add_header(h, "Connection", "close");
+    const char *key = getenv("WARREN_API_KEY");
+    if (key && *key)
+        evhttp_add_header(h, "X-API-Key", key);
+    if (body) {
+        evhttp_add_header(h, "Content-Type", "application/json");
+        evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
+    }
+    char full[2048];
+    snprintf(full, sizeof full, "%s%s", prefix, path);
+    if (evhttp_make_request(conn, req, strcmp(method, "POST") ? EVHTTP_REQ_GET : EVHTTP_REQ_POST,
+                            full) == 0)
+        while (!r.done && event_base_loop(base, EVLOOP_ONCE) == 0)
+            ;
+    evhttp_connection_free(conn);
+    event_base_free(base);
+    if (!r.code) {
+        fprintf(stderr, "warren %s: no answer from the API at %s\n", cmd, cli_api_url());
+        free(r.body);
+        return -1;
+    }
+    *out = r.body ? r.body : strdup("");
+    return r.code;
+}
+
+void cli_api_report(const char *cmd, int code, const char *body)
+{
+    json_object *o = json_tokener_parse(body ? body : "");
+    json_object *d = NULL, *e = NULL;
+    bool has_error = o && json_object_object_get_ex(o, "error", &e) && e;
+    if (o && json_object_object_get_ex(o, "detail", &d) && json_object_is_type(d, json_type_string))
+        fprintf(stderr, "warren %s: %s (HTTP %d%s%s)\n", cmd, json_object_get_string(d), code,
+                has_error ? " " : "", has_error ? json_object_get_string(e) : "");
+    else
+        fprintf(stderr, "warren %s: the API answered HTTP %d\n", cmd, code);
+    json_object_put(o);
+}
+
+json_object *cli_api_json(const char *cmd, const char *body)
+{
+    json_object *o = json_tokener_parse(body);
+    if (!o)
+        fprintf(stderr, "warren %s: the API's answer is not JSON\n", cmd);
+    return o;
+}
+
+char *cli_execution_row(const char *doc)
+{
+    json_object *o = json_tokener_parse(doc);
+    if (!o || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        return NULL;
+    }
+    json_object_object_del(o, "events");
+    json_object_object_del(o, "dead_letters");
+    char *text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_SPACED));
+    json_object_put(o);
+    return text;
+}
+
+/* ---- reading answers ---- */
+
+static const char *field(json_object *o, const char *key)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, key, &v) || !v)
+        return NULL;
+    return json_object_get_string(v);
+}
+
+/* GET path; the parsed answer, or NULL after reporting (an exit code in *rc). */
+static json_object *get_json(const char *cmd, const char *path, int *rc)
+{
+    char *body = NULL;
+    int code = cli_api_request(cmd, "GET", path, NULL, &body);
+    json_object *o = NULL;
+    if (code == 200)
+        o = cli_api_json(cmd, body);
+    else if (code > 0)
+        cli_api_report(cmd, code, body);
+    *rc = o ? EXIT_OK : EXIT_RUNTIME;
+    free(body);
+    return o;
+}
+
+/* A table from an array of objects: one column per key. */
+static int print_table(json_object *rows, const char *const *keys, const char *const *heads,
+                       size_t ncols)
+{
+    cli_table_t t;
+    if (cli_table_init(&t, ncols, heads) != 0)
+        return -1;
+    for (size_t i = 0; i < json_object_array_length(rows); i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        const char *cells[16];
+        for (size_t c = 0; c < ncols; c++)
+            cells[c] = field(row, keys[c]);
+        if (cli_table_add(&t, cells) != 0) {
+            cli_table_free(&t);
+            return -1;
+        }
+    }
+    cli_table_print(&t, stdout);
+    cli_table_free(&t);
+    return 0;
+}
+
+/* ---- commands ---- */
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int wait_for(const char *id, bool json, int64_t wait_timeout_s)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/executions/%s", id);
+    int64_t deadline = wait_timeout_s ? now_mono_ms() + wait_timeout_s * 1000 : INT64_MAX;
+    for (;;) {
+        int rc;
+        json_object *doc = get_json("submit", path, &rc);
+        if (!doc)
+            return rc;
+        const char *status = field(doc, "status");
+        bool final = cli_status_terminal(status);
+        if (final || now_mono_ms() >= deadline) {
+            if (json) {
+                char *row = cli_execution_row(json_object_to_json_string(doc));
+                printf("%s\n", row ? row : "{}");
+                free(row);
+            } else {
+                printf("status: %s\n", status ? status : "?");
+                if (field(doc, "result"))
+                    printf("result: %s\n", field(doc, "result"));
+                if (field(doc, "error"))
+                    printf("error: %s\n", field(doc, "error"));
+            }
+            rc = status && !strcmp(status, "completed") ? EXIT_OK : EXIT_RUNTIME;
+            if (!final)
+                fprintf(stderr, "warren submit: execution %s still %s after waiting %" PRId64 "s\n",
+                        id, status, wait_timeout_s);
+            json_object_put(doc);
+            return rc;
+        }
+        json_object_put(doc);
+        sleep_ms(WAIT_POLL_MS);
+    }
+}
+
+int cli_api_submit(const char *action, const char *params, const char *worker,
+                   const char *timeout_s, bool json, bool wait, int64_t wait_timeout_s)
+{
+    json_object *req = json_object_new_object();
+    json_object_object_add(req, "action_ref", json_object_new_string(action));
+    if (params)
+        json_object_object_add(req, "params", json_tokener_parse(params));
+    if (worker)
+        json_object_object_add(req, "worker", json_object_new_string(worker));
+    if (timeout_s)
+        json_object_object_add(req, "timeout_s", json_object_new_int64(atoll(timeout_s)));
+    char *body = NULL;
+    int code = cli_api_request("submit", "POST", "/api/v1/executions",
+                               json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &body);
+    json_object_put(req);
+    json_object *row = code == 201 ? cli_api_json("submit", body) : NULL;
+    if (code > 0 && code != 201)
+        cli_api_report("submit", code, body);
+    if (!row) {
+        free(body);
+        return EXIT_RUNTIME;
+    }
+    char id[24];
+    snprintf(id, sizeof id, "%s", field(row, "id") ? field(row, "id") : "");
+    if (!json || !wait) /* the row as the database wrote it, as on the database path */
+        printf("%s\n", json ? body : id);
+    free(body);
+    json_object_put(row);
+    fflush(stdout);
+    return wait ? wait_for(id, json, wait_timeout_s) : EXIT_OK;
+}
+
+static void print_get(json_object *doc)
+{
+    static const char *const lines[][2] = {
+        {"action", "action_ref"},
+        {"status", "status"},
+        {"wait reason", "wait_reason"},
+        {"worker", "worker"},
+        {"pinned worker", "pinned_worker"},
+        {"attempt", "attempt"},
+        {"timeout", "timeout_s"},
+        {"created", "created_at"},
+        {"scheduled", "scheduled_at"},
+        {"started", "started_at"},
+        {"ended", "ended_at"},
+        {"updated", "updated_at"},
+        {"submitted by", "submitted_by"},
+        {"cancelled by", "cancelled_by"},
+        {"params", "params"},
+        {"result", "result"},
+        {"error", "error"},
+        {"outcome", "outcome"},
+    };
+    printf("execution %s\n", field(doc, "id"));
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const char *v = field(doc, lines[i][1]);
+        printf("  %-14s %s\n", lines[i][0], v ? v : "-");
+    }
+    json_object *events = NULL, *dls = NULL;
+    static const char *const ek[] = {"at",      "from_status", "to_status", "worker",
+                                     "attempt", "error",       "note"};
+    static const char *const eh[] = {"AT", "FROM", "TO", "WORKER", "ATTEMPT", "ERROR", "NOTE"};
+    static const char *const dk[] = {"id", "received_at", "reason", "queue", "resolution", "error"};
+    static const char *const dh[] = {"ID", "RECEIVED", "REASON", "QUEUE", "RESOLUTION", "ERROR"};
+    if (json_object_object_get_ex(doc, "events", &events)) {
+        printf("\nhistory (%zu)\n", json_object_array_length(events));
+        if (json_object_array_length(events))
+            (void)print_table(events, ek, eh, 7);
+    }
+    if (json_object_object_get_ex(doc, "dead_letters", &dls)) {
+        printf("\ndead letters (%zu)\n", json_object_array_length(dls));
+        if (json_object_array_length(dls))
+            (void)print_table(dls, dk, dh, 6);
+    }
+}
+
+/*
+ * GET path and print the JSON document inside its answer: the answer minus prefix and suffix,
+ * which the API writes around the database's text (api_exec.c), so the bytes are the ones the
+ * database path prints. "" for both: the whole answer.
+ */
+static int print_raw(const char *cmd, const char *path, const char *prefix, const char *suffix)
+{
+    char *body = NULL;
+    int code = cli_api_request(cmd, "GET", path, NULL, &body);
+    if (code != 200) {
+        if (code > 0)
+            cli_api_report(cmd, code, body);
+        free(body);
+        return EXIT_RUNTIME;
+    }
+    size_t len = strlen(body), pl = strlen(prefix);
+    const char *end = body + len;
+    if (*suffix) { /* the last one: the document itself may hold the same text */
+        end = NULL;
+        for (const char *p = strstr(body, suffix); p; p = strstr(p + 1, suffix))
+            end = p;
+    }
+    if (strncmp(body, prefix, pl) || !end || end < body + pl) {
+        fprintf(stderr, "warren %s: unexpected answer from the API\n", cmd);
+        free(body);
+        return EXIT_RUNTIME;
+    }
+    printf("%.*s\n", (int)(end - body - pl), body + pl);
+    free(body);
+    return EXIT_OK;
+}
+
+int cli_api_get(const char *id, bool json)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/api/v1/executions/%s", id);
+    if (json)
+        return print_raw("get", path, "", "");
+    int rc;
+    json_object *doc = get_json("get", path, &rc);
+    if (!doc)
+        return rc;
+    print_get(doc);
+    json_object_put(doc);
+    return EXIT_OK;
+}
+
+int cli_api_list(const char *status, const char *limit, bool json)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/executions?limit=%s%s%s", limit, status ? "&status=" : "",
+             status ? status : "");
+    if (json)
+        return print_raw("list", path, "{\"executions\":", ",\"next_cursor\":");
+    int rc;
+    json_object *doc = get_json("list", path, &rc), *rows = NULL;
+    if (!doc)
+        return rc;
+    if (!json_object_object_get_ex(doc, "executions", &rows) || !rows) {
+        fprintf(stderr, "warren list: the API's answer has no executions\n");
+        rc = EXIT_RUNTIME;
+    } else {
+        static const char *const k[] = {"id",      "action_ref", "status", "worker",
+                                        "attempt", "created_at", "error"};
+        static const char *const h[] = {"ID",      "ACTION",  "STATUS", "WORKER",
+                                        "ATTEMPT", "CREATED", "ERROR"};
+        rc = print_table(rows, k, h, 7) == 0 ? EXIT_OK : EXIT_RUNTIME;
+    }
+    json_object_put(doc);
+    return rc;
+}
+
+int cli_api_workers(bool json)
+{
+    if (json)
+        return print_raw("workers", "/api/v1/workers", "{\"workers\":", "}");
+    int rc;
+    json_object *doc = get_json("workers", "/api/v1/workers", &rc), *rows = NULL;
+    if (!doc)
+        return rc;
+    if (!json_object_object_get_ex(doc, "workers", &rows) || !rows) {
+        fprintf(stderr, "warren workers: the API's answer has no workers\n");
+        rc = EXIT_RUNTIME;
+    } else {
+        static const char *const k[] = {"id",        "status",          "state",       "capacity",
+                                        "in_flight", "heartbeat_age_s", "capabilities"};
+        static const char *const h[] = {"ID",        "STATUS",        "STATE",       "CAPACITY",
+                                        "IN FLIGHT", "HEARTBEAT AGE", "CAPABILITIES"};
+        rc = print_table(rows, k, h, 7) == 0 ? EXIT_OK : EXIT_RUNTIME;
+    }
+    json_object_put(doc);
+    return rc;
+}
+
+int cli_api_cancel(const char *id, bool json)
+{
+    char path[64], *body = NULL;
+    snprintf(path, sizeof path, "/api/v1/executions/%s/cancel", id);
+    int code = cli_api_request("cancel", "POST", path, NULL, &body);
+    json_object *row = code == 200 || code == 202 ? cli_api_json("cancel", body) : NULL;
+    if (code > 0 && code != 200 && code != 202)
+        cli_api_report("cancel", code, body);
+    if (row && json)
+        printf("%s\n", body);
+    else if (row)
+        printf("execution %s: %s\n", id, field(row, "status"));
+    free(body);
+    json_object_put(row);
+    return row ? EXIT_OK : EXIT_RUNTIME;
+}

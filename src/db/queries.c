@@ -1,0 +1,61 @@
+/* Statements shared by the CLI and the executor's API (see warren/queries.h). */
+#include "warren/exec_status.h"
+#include "warren/queries.h"
+
+/* clang-format off */
+const char q_execution_doc[] =
+    "SELECT (to_jsonb(e) || jsonb_build_object('wait_reason', warren_wait_reason(e, $2::int),"
+    " 'events', coalesce((SELECT jsonb_agg(to_jsonb(v) - 'execution_id' ORDER BY v.id)"
+    "   FROM execution_events v WHERE v.execution_id = e.id), '[]'),"
+    " 'dead_letters', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'body' - 'headers' ORDER BY d.id)"
+    "   FROM dead_letters d WHERE d.execution_id = e.id), '[]')))::text AS doc "
+    "FROM executions e WHERE id = $1";
+
+/* Filters that are NULL fold away in the plan (the parameters' values are known to it): with
+ * a status the page is read from executions_status_id_idx, else from the primary key, both
+ * backwards from the cursor. */
+const char q_execution_list[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.id DESC), '[]')::text AS doc,"
+    " min(e.id) AS last_id, count(*) AS n FROM (SELECT * FROM executions"
+    " WHERE ($1::text IS NULL OR status = $1) AND ($2::text IS NULL OR action_ref = $2)"
+    " AND ($3::text IS NULL OR worker = $3) AND ($4::timestamptz IS NULL OR created_at >= $4)"
+    " AND ($5::bigint IS NULL OR id < $5) ORDER BY id DESC LIMIT $6::integer) e";
+
+/* Liveness is the scheduler's own rule (schema 007's warren_worker_live and warren_worker_fresh,
+ * by the database clock): live means online and fresh. A heartbeat committed after now() is
+ * age 0. */
+const char q_workers[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.id), '[]')::text AS doc FROM ("
+    " SELECT w.*, greatest(extract(epoch FROM now() - w.last_heartbeat), 0) AS heartbeat_age_s,"
+    " warren_worker_live(w, $1::integer) AS live,"
+    " CASE WHEN w.status = 'offline' THEN 'offline'"
+    "   WHEN warren_worker_fresh(w, $1::integer)"
+    "     THEN CASE WHEN w.status = 'online' THEN 'live' ELSE w.status END"
+    "   ELSE 'stale' END AS state,"
+    " (SELECT count(*) FROM executions x WHERE x.worker = w.id AND x.status IN ("
+    EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", " EXEC_SQL(CANCELING)
+    "))::int AS in_flight FROM workers w) r";
+
+const char q_submit[] =
+    "INSERT INTO executions (action_ref, params, pinned_worker, timeout_s, submitted_by)"
+    " SELECT r.action_ref, coalesce(r.params, '{}'), r.pinned_worker, r.timeout_s, $2"
+    " FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (action_ref text, params jsonb,"
+    "   pinned_worker text, timeout_s integer)) WITH ORDINALITY"
+    "   AS r(action_ref, params, pinned_worker, timeout_s, ord)"
+    " ORDER BY r.ord RETURNING id, status, to_jsonb(executions)::text AS row";
+
+#define CANCEL_AT_ONCE "(" EXEC_SQL(REQUESTED) ", " EXEC_SQL(SCHEDULED) ")"
+const char q_cancel[] =
+    "WITH t AS (SELECT id, status AS before FROM executions WHERE id = $1 FOR UPDATE),"
+    " u AS (UPDATE executions e SET"
+    "   status = CASE WHEN t.before IN " CANCEL_AT_ONCE " THEN " EXEC_SQL(CANCELLED)
+    "     ELSE " EXEC_SQL(CANCELING) " END,"
+    "   error = CASE WHEN t.before IN " CANCEL_AT_ONCE " THEN 'Cancelled by ' || $2 ELSE e.error END,"
+    "   cancelled_by = $2, cancel_requested_at = now(), wait_reason = NULL"
+    "   FROM t WHERE e.id = t.id AND t.before IN (" EXEC_SQL(REQUESTED) ", "
+    EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ")"
+    "   RETURNING e.*) "
+    "SELECT t.before, coalesce(u.status, t.before) AS after, u.worker, u.attempt,"
+    " coalesce(to_jsonb(u), (SELECT to_jsonb(x) FROM executions x WHERE x.id = t.id))::text AS row"
+    " FROM t LEFT JOIN u ON u.id = t.id";
+/* clang-format on */

@@ -1,0 +1,308 @@
+/*
+ * The executor's HTTP server (api.listen): the API of docs/api.md, /livez, /readyz and
+ * /metrics. Handlers run on the executor's loop, each with at most one transaction.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/api.h"
+#include "warren/db.h"
+#include "warren/jsonfield.h"
+#include "warren/log.h"
+#include "warren/utf8.h"
+
+#define JSON_MAX_DEPTH 64
+
+/* ---- shared by the handlers ---- */
+
+/* The secret of Authorization: Bearer or X-API-Key; NULL when the request has none. */
+static const char *request_secret(http_req_t *r)
+{
+    const char *auth = http_header(r, "Authorization");
+    if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+        auth += 7;
+        while (*auth == ' ')
+            auth++;
+        return *auth ? auth : NULL;
+    }
+    const char *key = http_header(r, "X-API-Key");
+    return key && *key ? key : NULL;
+}
+
+bool api_authorize(executor_t *x, http_req_t *r, bool write, char *who, size_t wholen)
+{
+    if (x->keys.n == 0) { /* no keys: allowed on loopback only, see api_start */
+        snprintf(who, wholen, "%s", API_ANONYMOUS);
+        return true;
+    }
+    const char *secret = request_secret(r);
+    if (!secret) {
+        if (!write && !x->cfg->api.auth_reads) {
+            snprintf(who, wholen, "%s", API_ANONYMOUS);
+            return true;
+        }
+        http_add_header(r, "WWW-Authenticate", "Bearer");
+        http_error(r, 401, "unauthorized",
+                   "this needs an API key (Authorization: Bearer KEY or X-API-Key: KEY)");
+        return false;
+    }
+    const api_key_t *key = api_keys_find(&x->keys, secret);
+    if (!key) {
+        http_error(r, 403, "forbidden", "the API key is not valid");
+        return false;
+    }
+    if (write && key->scope != API_SCOPE_WRITE) {
+        http_error(r, 403, "forbidden", "key '%s' may only read; this needs a write key",
+                   key->name);
+        return false;
+    }
+    snprintf(who, wholen, "%s", key->name);
+    return true;
+}
+
+typedef struct query_work {
+    const char *sql;
+    int nparams;
+    const char *const *params;
+    PGresult *res;
+    char sqlstate[6];
+} query_work_t;
+
+static int query_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    query_work_t *q = arg;
+    PQclear(q->res);
+    q->res = NULL;
+    if (db_exec(db, q->sql, q->nparams, q->params, &q->res, err, errlen) == 0)
+        return 0;
+    const char *state = strstr(err, "SQLSTATE ");
+    if (state)
+        snprintf(q->sqlstate, sizeof q->sqlstate, "%.5s", state + 9);
+    return -1;
+}
+
+bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
+               const char *const *params, PGresult **out)
+{
+    query_work_t q = {.sql = sql, .nparams = nparams, .params = params};
+    dbc_result_t rc = dbc_transaction(&x->db, what, query_fn, &q);
+    if (rc == DBC_OK) {
+        *out = q.res;
+        return true;
+    }
+    PQclear(q.res);
+    if (rc == DBC_UNAVAILABLE) {
+        int64_t wait_ms = x->db.next_try_ms - now_mono_ms();
+        char retry[24];
+        snprintf(retry, sizeof retry, "%" PRId64, wait_ms > 1000 ? (wait_ms + 999) / 1000 : 1);
+        http_add_header(r, "Retry-After", retry);
+        http_error(r, 503, "database_unavailable", "the database is unreachable; retry after %s s",
+                   retry);
+    } else if (q.sqlstate[0] == '2' && (q.sqlstate[1] == '2' || q.sqlstate[1] == '3')) {
+        /* data exceptions and constraint violations: the input was wrong */
+        http_error(r, 400, "bad_request", "the database refused the input (SQLSTATE %s)",
+                   q.sqlstate);
+    } else {
+        http_error(r, 500, "internal", "the database failed while %s", what);
+    }
+    return false;
+}
+
+json_object *api_body_json(http_req_t *r)
+{
+    const char *type = http_header(r, "Content-Type");
+    size_t tl = type ? strcspn(type, "; \t") : 0;
+    if (!type || tl != strlen("application/json") || strncasecmp(type, "application/json", tl)) {
+        http_error(r, 415, "unsupported_media_type", "send the body as application/json");
+        return NULL;
+    }
+    size_t bad;
+    if (!utf8_valid(r->body, r->body_len, &bad)) {
+        http_error(r, 400, "bad_request", "the body is not valid UTF-8 (byte %zu)", bad);
+        return NULL;
+    }
+    json_tokener *tok = json_tokener_new_ex(JSON_MAX_DEPTH);
+    if (!tok) {
+        http_error(r, 503, "unavailable", "out of memory");
+        return NULL;
+    }
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *v = json_tokener_parse_ex(tok, r->body, (int)r->body_len);
+    enum json_tokener_error e = json_tokener_get_error(tok);
+    size_t used = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    const char *why = e != json_tokener_success ? json_tokener_error_desc(e)
+                      : !v                      ? "null is not a submission"
+                      : r->body_len - used != strspn(r->body + used, " \t\r\n")
+                          ? "text after the JSON value"
+                      : jf_has_nul(v) ? "a string holds a NUL character (\\u0000)"
+                                      : NULL;
+    if (why) {
+        json_object_put(v);
+        http_error(r, 400, "bad_request", "malformed JSON: %s", why);
+        return NULL;
+    }
+    return v;
+}
+
+bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen)
+{
+    const char *s = r->params[i];
+    if (ids_execution_id_parse(s, strlen(s), id) != 0) {
+        http_error(r, 400, "bad_request", "'%.*s' is not an execution id (a positive integer)",
+                   utf8_prec(s, 40), s);
+        return false;
+    }
+    snprintf(text, textlen, "%" PRId64, *id);
+    return true;
+}
+
+/* ---- health ---- */
+
+static void on_livez(http_req_t *r, void *arg)
+{
+    http_reply_livez(r, ((executor_t *)arg)->loop_beat_ms);
+}
+
+static int ping_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    (void)arg;
+    return db_exec(db, "SELECT 1", 0, NULL, NULL, err, errlen);
+}
+
+/* Ready: the database answers, every consumer is registered, no breaker is open. */
+static void on_readyz(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    http_ready_t h;
+    http_ready_init(&h);
+    bool db_ok = !x->draining && dbc_transaction(&x->db, "readiness", ping_fn, NULL) == DBC_OK;
+    http_ready_check(&h, "database", db_ok ? "ok" : "unreachable", db_ok,
+                     x->draining ? "shutting down" : "database unreachable");
+    consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
+    size_t nc = executor_consumers(x, consumers);
+    for (size_t i = 0; i < nc; i++) {
+        char name[64], why[300];
+        snprintf(name, sizeof name, "consumer_%s", consumers[i]->name);
+        snprintf(why, sizeof why, "not consuming %s", consumers[i]->queue);
+        http_ready_check(&h, name, consumers[i]->subscribed ? "ok" : "lost",
+                         consumers[i]->subscribed, why);
+        snprintf(name, sizeof name, "breaker_consume_%s", consumers[i]->name);
+        http_ready_breaker(&h, name, mq_breaker(consumers[i]->mq));
+    }
+    http_ready_breaker(&h, "breaker_publish", mq_breaker(x->pub));
+    http_ready_reply(r, &h, NULL, NULL);
+}
+
+static void on_metrics(http_req_t *r, void *arg)
+{
+    http_reply_metrics(r, &((executor_t *)arg)->metrics);
+}
+
+/* ---- metrics of the executor's own parts ---- */
+
+static void collect_parts(metrics_out_t *o, void *arg)
+{
+    executor_t *x = arg;
+    consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
+    size_t nc = executor_consumers(x, consumers);
+    char names[EXECUTOR_MAX_CONSUMERS][64];
+    http_breaker_ref_t refs[EXECUTOR_MAX_CONSUMERS + 1] = {{"publish", mq_breaker(x->pub)}};
+    for (size_t i = 0; i < nc; i++) {
+        snprintf(names[i], sizeof names[i], "consume_%s", consumers[i]->name);
+        refs[i + 1] = (http_breaker_ref_t){names[i], mq_breaker(consumers[i]->mq)};
+    }
+    http_metrics_breakers(o, refs, nc + 1);
+    metrics_family(o, "warren_database_errors_total", "counter",
+                   "Failed database transactions (lost connections included)");
+    metrics_sample_u64(o, "warren_database_errors_total", "", x->db.errors);
+    metrics_family(o, "warren_database_up", "gauge",
+                   "1 while the executor holds a database connection");
+    metrics_sample(o, "warren_database_up", "", x->db.conn ? 1 : 0);
+    metrics_family(o, "warren_http_connections", "gauge", "Open connections to api.listen");
+    metrics_sample(o, "warren_http_connections", "", (double)http_connections(x->api));
+}
+
+/* ---- start and stop ---- */
+
+static bool loopback_only(const char *listen)
+{
+    char host[256];
+    int port;
+    if (http_split_hostport(listen, host, sizeof host, &port) != 0)
+        return false;
+    return !strncmp(host, "127.", 4) || !strcmp(host, "localhost") || !strcmp(host, "::1");
+}
+
+static int add_routes(executor_t *x)
+{
+    http_server_t *s = x->api;
+    return http_route(s, HTTP_GET, "/livez", on_livez, x) ||
+           http_route(s, HTTP_GET, "/readyz", on_readyz, x) ||
+           http_route(s, HTTP_GET, "/metrics", on_metrics, x) ||
+           http_route(s, HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
+           http_route(s, HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
+           http_route(s, HTTP_POST, "/api/v1/executions/{}/cancel", cancel_handle, x) ||
+           http_route(s, HTTP_GET, "/api/v1/workers", api_workers, x);
+}
+
+int api_start(executor_t *x)
+{
+    const warren_config_t *cfg = x->cfg;
+    char err[ERRBUF_SIZE];
+    metrics_init(&x->metrics);
+    if (stats_register(&x->stats, &x->metrics) != 0 ||
+        metrics_add_collector(&x->metrics, collect_parts, x) != 0 ||
+        metrics_add_collector(&x->metrics, gauges_collect, x) != 0) {
+        log_kv(LOG_ERROR, "out of memory", NULL);
+        return -1;
+    }
+    if (!cfg->api.listen || !*cfg->api.listen) {
+        log_kv(LOG_INFO, "api.listen is empty: no HTTP API, health or metrics", NULL);
+        return 0;
+    }
+    if (api_keys_load(&x->keys, cfg, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "cannot load the API keys", "error", err, NULL);
+        return -1;
+    }
+    if (x->keys.n == 0 && !loopback_only(cfg->api.listen)) {
+        log_kv(LOG_ERROR,
+               "api.listen is not a loopback address and no API key is configured: set "
+               "api.keys or api.keys_file",
+               "listen", cfg->api.listen, NULL);
+        return -1;
+    }
+    if (x->keys.n == 0)
+        log_kv(LOG_WARN,
+               "no API keys configured: anyone who can reach api.listen may submit and cancel",
+               "listen", cfg->api.listen, NULL);
+    http_limits_t limits = {.max_connections = cfg->api.max_connections,
+                            .max_header_bytes = (size_t)cfg->api.max_header_bytes,
+                            .max_body_bytes = (size_t)cfg->api.max_body_bytes,
+                            .read_timeout_s = cfg->api.read_timeout_s,
+                            .idle_timeout_s = cfg->api.idle_timeout_s};
+    x->api = http_new(x->base, "api", &limits);
+    if (!x->api || add_routes(x) != 0) {
+        log_kv(LOG_ERROR, "cannot set up the HTTP API", NULL);
+        return -1;
+    }
+    if (http_listen(x->api, cfg->api.listen, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "cannot start the HTTP API", "error", err, NULL);
+        return -1;
+    }
+    char n[16];
+    snprintf(n, sizeof n, "%zu", x->keys.n);
+    log_kv(LOG_INFO, "api keys loaded", "keys", n, "auth_reads",
+           cfg->api.auth_reads ? "true" : "false", NULL);
+    return gauges_start(x);
+}
+
+void api_stop(executor_t *x)
+{
+    http_free(x->api);
+    x->api = NULL;
+    api_keys_free(&x->keys);
+    metrics_free(&x->metrics);
+}

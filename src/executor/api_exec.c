@@ -1,0 +1,297 @@
+/*
+ * The API's executions and workers: submit (one, or up to API_BATCH_MAX in one statement), get
+ * one with its history, list with a cursor, the workers. The statements are the CLI's
+ * (warren/queries.h), so both print the same documents.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/api.h"
+#include "warren/jsonfield.h"
+#include "warren/queries.h"
+#include "warren/timestamp.h"
+#include "warren/utf8.h"
+
+#define API_BATCH_MAX 1000
+#define LIST_DEFAULT_LIMIT 100
+#define LIST_MAX_LIMIT 1000
+#define CURSOR_PREFIX "c1."
+
+/* ---- submit ---- */
+
+/* One submission checked and rewritten for q_submit into out (an array); -1 after a 400. */
+static int submission(http_req_t *r, json_object *in, size_t i, bool batch, json_object *out)
+{
+    char path[32], err[ERRBUF_SIZE];
+    snprintf(path, sizeof path, "[%zu]", i);
+    jf_t f = {in, batch ? path : NULL, err, sizeof err};
+    static const char *const known[] = {"action_ref", "params", "worker", "timeout_s", NULL};
+    if (!json_object_is_type(in, json_type_object)) {
+        http_error(r, 400, "bad_request", "%s%sa submission is a JSON object, not %s",
+                   batch ? path : "", batch ? ": " : "", jf_kind(in));
+        return -1;
+    }
+    json_object_object_foreach(in, key, val) {
+        (void)val;
+        bool ok = false;
+        for (size_t k = 0; known[k] && !ok; k++)
+            ok = !strcmp(key, known[k]);
+        if (!ok) {
+            http_error(r, 400, "bad_request",
+                       "%s%sunknown field '%.*s' (known: action_ref, "
+                       "params, worker, timeout_s)",
+                       batch ? path : "", batch ? ": " : "", utf8_prec(key, 64), key);
+            return -1;
+        }
+    }
+    const char *action = NULL, *worker = NULL;
+    json_object *params = NULL;
+    int64_t timeout = 0;
+    int has_timeout;
+    if (jf_string(&f, "action_ref", true, ACTION_REF_MAX, &action) < 0 ||
+        jf_string(&f, "worker", false, WORKER_ID_MAX, &worker) < 0 ||
+        jf_object(&f, "params", false, &params) < 0 ||
+        (has_timeout = jf_int(&f, "timeout_s", false, 1, INT32_MAX, &timeout)) < 0) {
+        http_error(r, 400, "bad_request", "%s", err);
+        return -1;
+    }
+    if (!ids_action_ref_valid(action) || (worker && !ids_worker_valid(worker))) {
+        http_error(r, 400, "bad_request", "%s%s%s", batch ? path : "", batch ? ": " : "",
+                   !ids_action_ref_valid(action) ? "action_ref: " IDS_ACTION_REF_RULE
+                                                 : "worker: " IDS_WORKER_RULE);
+        return -1;
+    }
+    json_object *row = json_object_new_object();
+    json_object_object_add(row, "action_ref", json_object_new_string(action));
+    if (params)
+        json_object_object_add(row, "params", json_object_get(params));
+    if (worker)
+        json_object_object_add(row, "pinned_worker", json_object_new_string(worker));
+    if (has_timeout == 1)
+        json_object_object_add(row, "timeout_s", json_object_new_int64(timeout));
+    json_object_array_add(out, row);
+    return 0;
+}
+
+/* The 201 answer: the row for one submission, the ids for a batch. */
+static void submitted(http_req_t *r, PGresult *res, bool batch)
+{
+    if (!batch) {
+        char location[64];
+        snprintf(location, sizeof location, "/api/v1/executions/%s", PQgetvalue(res, 0, 0));
+        http_add_header(r, "Location", location);
+        http_reply_json(r, 201, PQgetvalue(res, 0, 2));
+        return;
+    }
+    json_object *body = json_object_new_object(), *ids = json_object_new_array();
+    for (int i = 0; i < PQntuples(res); i++)
+        json_object_array_add(ids, json_object_new_int64(strtoll(PQgetvalue(res, i, 0), NULL, 10)));
+    json_object_object_add(body, "count", json_object_new_int(PQntuples(res)));
+    json_object_object_add(body, "ids", ids);
+    http_reply_json(r, 201, json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+    json_object_put(body);
+}
+
+static void submit(executor_t *x, http_req_t *r)
+{
+    char who[API_KEY_NAME_MAX + 1];
+    if (!api_authorize(x, r, true, who, sizeof who))
+        return;
+    json_object *in = api_body_json(r);
+    if (!in)
+        return;
+    bool batch = json_object_is_type(in, json_type_array);
+    size_t n = batch ? json_object_array_length(in) : 1;
+    json_object *rows = json_object_new_array();
+    bool ok = rows != NULL;
+    if (batch && (n == 0 || n > API_BATCH_MAX)) {
+        http_error(r, 400, "bad_request", "a batch holds 1 to %d submissions, not %zu",
+                   API_BATCH_MAX, n);
+        ok = false;
+    }
+    for (size_t i = 0; ok && i < n; i++)
+        ok = submission(r, batch ? json_object_array_get_idx(in, i) : in, i, batch, rows) == 0;
+    PGresult *res = NULL;
+    if (ok) {
+        const char *params[] = {json_object_to_json_string_ext(rows, JSON_C_TO_STRING_PLAIN), who};
+        if (api_query(x, r, "submitting executions", q_submit, 2, params, &res))
+            submitted(r, res, batch);
+    } else if (!r->replied) {
+        http_error(r, 503, "unavailable", "out of memory");
+    }
+    PQclear(res);
+    json_object_put(rows);
+    json_object_put(in);
+}
+
+/* ---- reads ---- */
+
+static bool authorize_read(executor_t *x, http_req_t *r)
+{
+    char who[API_KEY_NAME_MAX + 1];
+    return api_authorize(x, r, false, who, sizeof who);
+}
+
+void api_get_execution(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    int64_t id;
+    char id_text[24], factor[16];
+    if (!authorize_read(x, r) || !api_execution_id(r, 0, &id, id_text, sizeof id_text))
+        return;
+    snprintf(factor, sizeof factor, "%d", x->cfg->executor.heartbeat_stale_factor);
+    const char *params[] = {id_text, factor};
+    PGresult *res = NULL;
+    if (!api_query(x, r, "reading an execution", q_execution_doc, 2, params, &res))
+        return;
+    if (PQntuples(res) == 0)
+        http_error(r, 404, "not_found", "no execution %s", id_text);
+    else
+        http_reply_json(r, 200, PQgetvalue(res, 0, 0));
+    PQclear(res);
+}
+
+/* A query parameter that is text for a filter: valid UTF-8, no control characters. */
+static bool filter_text(http_req_t *r, const char *name, size_t max, const char **out)
+{
+    const char *v = http_query(r, name);
+    *out = NULL;
+    if (!v)
+        return true;
+    size_t len = strlen(v);
+    bool ok = len > 0 && len <= max && utf8_valid(v, len, NULL);
+    for (size_t i = 0; ok && i < len; i++)
+        ok = (unsigned char)v[i] >= 0x20 && v[i] != 0x7f;
+    if (!ok) {
+        http_error(r, 400, "bad_request", "%s must be 1-%zu characters of text", name, max);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* The cursor: "c1." and the last id of the previous page in hex; opaque to clients. */
+static bool parse_cursor(http_req_t *r, char *id_text, size_t len, const char **out)
+{
+    const char *c = http_query(r, "cursor");
+    *out = NULL;
+    if (!c)
+        return true;
+    const char *hex = c + strlen(CURSOR_PREFIX);
+    char *end;
+    unsigned long long v = 0;
+    bool ok = !strncmp(c, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) && *hex && strlen(hex) <= 16 &&
+              strspn(hex, "0123456789abcdef") == strlen(hex);
+    if (ok) {
+        v = strtoull(hex, &end, 16);
+        ok = v >= 1 && v <= INT64_MAX;
+    }
+    if (!ok) {
+        http_error(r, 400, "bad_request", "cursor: not one this API gave out");
+        return false;
+    }
+    snprintf(id_text, len, "%llu", v);
+    *out = id_text;
+    return true;
+}
+
+static bool list_params(executor_t *x, http_req_t *r, const char **p, char *since, char *cursor,
+                        char *limit)
+{
+    static const char *const allowed[] = {"status", "action", "worker", "since",
+                                          "limit",  "cursor", NULL};
+    (void)x;
+    if (!http_query_only(r, allowed) || !filter_text(r, "status", 32, &p[0]) ||
+        !filter_text(r, "action", ACTION_REF_MAX, &p[1]) ||
+        !filter_text(r, "worker", WORKER_ID_MAX, &p[2]) || !parse_cursor(r, cursor, 24, &p[4]))
+        return false;
+    exec_status_t st;
+    if (p[0] && trans_status_parse(p[0], &st) != 0) {
+        http_error(r, 400, "bad_request", "status: unknown status '%s'", p[0]);
+        return false;
+    }
+    const char *s = http_query(r, "since");
+    int64_t us;
+    if (s && ts_parse(s, &us) != 0) {
+        http_error(r, 400, "bad_request",
+                   "since: an RFC 3339 date-time, e.g. 2024-05-01T00:00:00Z");
+        return false;
+    }
+    if (s)
+        ts_format_us(us, since, TS_TEXT_MAX);
+    p[3] = s ? since : NULL;
+    const char *l = http_query(r, "limit");
+    long n = LIST_DEFAULT_LIMIT;
+    char *end = NULL;
+    if (l && (strspn(l, "0123456789") != strlen(l) || !*l || strlen(l) > 6 ||
+              (n = strtol(l, &end, 10)) < 1 || n > LIST_MAX_LIMIT)) {
+        http_error(r, 400, "bad_request", "limit: a whole number 1-%d", LIST_MAX_LIMIT);
+        return false;
+    }
+    snprintf(limit, 16, "%ld", n);
+    p[5] = limit;
+    return true;
+}
+
+void api_list_executions(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    const char *p[6];
+    char since[TS_TEXT_MAX], cursor[24], limit[16];
+    if (!authorize_read(x, r) || !list_params(x, r, p, since, cursor, limit))
+        return;
+    PGresult *res = NULL;
+    if (!api_query(x, r, "listing executions", q_execution_list, 6, p, &res))
+        return;
+    long n = strtol(PQgetvalue(res, 0, 2), NULL, 10);
+    char next[64] = "null";
+    if (n == strtol(limit, NULL, 10) && !PQgetisnull(res, 0, 1))
+        snprintf(next, sizeof next, "\"" CURSOR_PREFIX "%llx\"",
+                 strtoull(PQgetvalue(res, 0, 1), NULL, 10));
+    const char *doc = PQgetvalue(res, 0, 0);
+    size_t len = strlen(doc) + 64;
+    char *body = malloc(len);
+    if (body) {
+        snprintf(body, len, "{\"executions\":%s,\"next_cursor\":%s}", doc, next);
+        http_reply_json(r, 200, body);
+    } else {
+        http_error(r, 503, "unavailable", "out of memory");
+    }
+    free(body);
+    PQclear(res);
+}
+
+/* GET lists, POST submits: one path, two methods. */
+void api_submit(http_req_t *r, void *arg)
+{
+    if (r->method == HTTP_GET)
+        api_list_executions(r, arg);
+    else
+        submit(arg, r);
+}
+
+void api_workers(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    static const char *const none[] = {NULL};
+    if (!authorize_read(x, r) || !http_query_only(r, none))
+        return;
+    char factor[16];
+    snprintf(factor, sizeof factor, "%d", x->cfg->executor.heartbeat_stale_factor);
+    const char *params[] = {factor};
+    PGresult *res = NULL;
+    if (!api_query(x, r, "listing workers", q_workers, 1, params, &res))
+        return;
+    const char *doc = PQgetvalue(res, 0, 0);
+    size_t len = strlen(doc) + 32;
+    char *body = malloc(len);
+    if (body) {
+        snprintf(body, len, "{\"workers\":%s}", doc);
+        http_reply_json(r, 200, body);
+    } else {
+        http_error(r, 503, "unavailable", "out of memory");
+    }
+    free(body);
+    PQclear(res);
+}

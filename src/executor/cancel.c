@@ -1,0 +1,156 @@
+/*
+ * Cancelling an execution (docs/executor.md, "Cancel"). requested and scheduled become
+ * cancelled at once; running becomes canceling and its worker is told with a control message
+ * (ExecutionCancelRequested, confirmed and mandatory, key execution.cancel.worker.{id}) on its
+ * control queue. A message nobody receives (returned: no worker process is listening) leaves
+ * the row canceling; the monitor sends it again each round while the worker is live, and
+ * settles the row as cancelled once the worker is gone (monitor.c).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/api.h"
+#include "warren/db.h"
+#include "warren/envelope.h"
+#include "warren/log.h"
+#include "warren/queries.h"
+#include "warren/topology.h"
+
+#define CANCEL_RESEND_BATCH 100
+
+/* Publish the control message (the contract the worker reads: cancel_from_payload, its control
+ * queue bound to topo_cancel_key); MQ_OK or the mq_status_t of the failure. */
+static int publish_cancel(executor_t *x, const char *id, int64_t execution_id, int attempt,
+                          const char *worker, const char *by)
+{
+    char key[128], message_id[40]; /* a worker id is at most 64 characters */
+    cancel_request_t c = {.execution_id = execution_id, .attempt = attempt};
+    snprintf(c.worker_id, sizeof c.worker_id, "%s", worker);
+    snprintf(c.requested_by, sizeof c.requested_by, "%s", by);
+    if (topo_cancel_key(worker, key, sizeof key) != 0) {
+        log_kv(LOG_WARN, "cancel not sent: not a valid worker id", "execution_id", id, "worker",
+               worker, NULL);
+        x->stats.cancel_messages_failed++;
+        return MQ_ERR_CONNECTION;
+    }
+    json_object *payload = cancel_to_payload(&c);
+    envelope_new_id(message_id, sizeof message_id);
+    size_t len = 0;
+    char *body = envelope_encode(MSG_EXECUTION_CANCEL_REQUESTED, message_id, id, "executor",
+                                 attempt, NULL, payload, &len);
+    if (!body)
+        return MQ_ERR_CONNECTION;
+    mq_message_t m = {.exchange = x->cfg->rabbitmq.exchanges.executions,
+                      .routing_key = key,
+                      .body = body,
+                      .body_len = len,
+                      .message_id = message_id,
+                      .correlation_id = id,
+                      .type = msg_type_name(MSG_EXECUTION_CANCEL_REQUESTED),
+                      .execution_id = id,
+                      .mandatory = true};
+    int rc = mq_publish(x->pub, &m);
+    free(body);
+    if (rc == MQ_OK)
+        x->stats.cancel_messages++;
+    else
+        x->stats.cancel_messages_failed++;
+    log_kv(rc == MQ_OK ? LOG_INFO : LOG_WARN,
+           rc == MQ_OK ? "cancel sent to the worker" : "cancel not delivered to the worker",
+           "execution_id", id, "worker", worker, "status", mq_status_name(rc), NULL);
+    return rc;
+}
+
+void cancel_handle(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    char who[API_KEY_NAME_MAX + 1], id_text[24];
+    int64_t id;
+    if (!api_authorize(x, r, true, who, sizeof who) ||
+        !api_execution_id(r, 0, &id, id_text, sizeof id_text))
+        return;
+    if (r->body_len > 0 && strspn(r->body, " \t\r\n") != r->body_len) {
+        json_object *body = api_body_json(r);
+        if (!body)
+            return;
+        bool empty = json_object_is_type(body, json_type_object) &&
+                     json_object_object_length(body) == 0;
+        json_object_put(body);
+        if (!empty) {
+            http_error(r, 400, "bad_request", "a cancel takes no fields; send {} or nothing");
+            return;
+        }
+    }
+    const char *params[] = {id_text, who};
+    PGresult *res = NULL;
+    if (!api_query(x, r, "cancelling an execution", q_cancel, 2, params, &res))
+        return;
+    if (PQntuples(res) == 0) {
+        http_error(r, 404, "not_found", "no execution %s", id_text);
+        PQclear(res);
+        return;
+    }
+    const char *before = PQgetvalue(res, 0, 0), *after = PQgetvalue(res, 0, 1);
+    exec_status_t b = EXEC_REQUESTED;
+    if (trans_status_parse(before, &b) != 0)
+        b = EXEC_REQUESTED; /* cannot happen: the column's CHECK lists every status */
+    if (b == EXEC_CANCELING) {
+        http_reply_json(r, 202, PQgetvalue(res, 0, 4)); /* already on its way */
+    } else if (strcmp(before, after) == 0) {
+        http_error(r, 409, "conflict", "execution %s is %s: %s", id_text, before,
+                   trans_is_terminal(b) ? "it has ended" : "try again in a moment");
+    } else {
+        x->stats.cancels_requested++;
+        log_kv(LOG_INFO, "execution cancel requested", "execution_id", id_text, "from", before,
+               "to", after, "by", who, NULL);
+        /* A running one must be told; a scheduled one is told so its worker does not start it
+         * (the row is cancelled already, whatever the worker says). */
+        if ((b == EXEC_RUNNING || b == EXEC_SCHEDULED) && !PQgetisnull(res, 0, 2))
+            (void)publish_cancel(x, id_text, id, atoi(PQgetvalue(res, 0, 3)), PQgetvalue(res, 0, 2),
+                                 who);
+        http_reply_json(r, b == EXEC_RUNNING ? 202 : 200, PQgetvalue(res, 0, 4));
+    }
+    PQclear(res);
+}
+
+/* clang-format off */
+/* Canceling rows on live workers, told longer ago than a monitor round. */
+static const char pending_sql[] =
+    "SELECT e.id, e.attempt, e.worker, coalesce(e.cancelled_by, '') FROM executions e"
+    " JOIN workers w ON w.id = e.worker"
+    " WHERE e.status = " EXEC_SQL(CANCELING)
+    " AND e.cancel_requested_at < now() - make_interval(secs => $2::int)"
+    " AND w.status <> 'offline' AND warren_worker_fresh(w, $1::int)"
+    " ORDER BY e.id LIMIT 100";
+/* clang-format on */
+
+typedef struct pending {
+    const char *const *params;
+    PGresult *res;
+} pending_t;
+
+static int pending_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    pending_t *p = arg;
+    return db_exec(db, pending_sql, 2, p->params, &p->res, err, errlen);
+}
+
+void cancel_resend(executor_t *x)
+{
+    char factor[16], age[16];
+    snprintf(factor, sizeof factor, "%d", x->cfg->executor.heartbeat_stale_factor);
+    int monitor_s = x->cfg->executor.monitor_interval_s;
+    snprintf(age, sizeof age, "%d", monitor_s > 0 ? monitor_s : 1);
+    const char *params[] = {factor, age};
+    pending_t p = {.params = params};
+    if (dbc_transaction(&x->db, "finding cancels to send again", pending_fn, &p) != DBC_OK) {
+        PQclear(p.res);
+        return;
+    }
+    for (int i = 0; i < PQntuples(p.res) && i < CANCEL_RESEND_BATCH; i++)
+        (void)publish_cancel(x, PQgetvalue(p.res, i, 0), strtoll(PQgetvalue(p.res, i, 0), NULL, 10),
+                             atoi(PQgetvalue(p.res, i, 1)), PQgetvalue(p.res, i, 2),
+                             PQgetvalue(p.res, i, 3));
+    PQclear(p.res);
+}

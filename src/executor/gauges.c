@@ -1,0 +1,235 @@
+/*
+ * Gauges of /metrics that need the database or the broker, refreshed every GAUGES_INTERVAL_S
+ * by a timer so a scrape never waits on either: the backlog by status, the live workers (in
+ * all and per action), and the dead-letter queue. The oldest unconsumed dead letter's age is
+ * measured cheaply: a passive declare gives the count, not the age, so the age is how long the
+ * queue has had something not yet stored (ready in the queue or held unacked by this
+ * executor) without a break, as seen by these refreshes, or the exact age (x-death) of the
+ * oldest one held unacked when that is more: a lower bound, GAUGES_INTERVAL_S fine. The same
+ * refresh counts the status changes (warren_execution_transitions_total) from the history.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/executor.h"
+#include "warren/db.h"
+#include "warren/log.h"
+#include "warren/topology.h"
+
+#define GAUGES_INTERVAL_S 10
+
+/* clang-format off */
+static const char backlog_sql[] =
+    "SELECT status, count(*) FROM executions WHERE status IN (" EXEC_SQL(REQUESTED) ", "
+    EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", " EXEC_SQL(CANCELING)
+    ") GROUP BY status";
+
+/* Every action a worker seen in the last week offers, with how many live workers offer it: an
+ * action whose workers are all gone stays at 0, which is what an alert wants to see. */
+static const char actions_sql[] =
+    "SELECT a.action, count(*) FILTER (WHERE a.live) FROM (SELECT unnest(w.capabilities) AS action,"
+    " warren_worker_live(w, $1::int) AS live"
+    " FROM workers w WHERE w.last_heartbeat > now() - interval '7 days') a"
+    " GROUP BY a.action ORDER BY a.action LIMIT 64";
+
+/* Status changes: events are counted once every event up to an id is older than
+ * TRANSITIONS_LAG_S, so one a transaction still holds (ids are taken before commit) is not
+ * skipped; the executor's and the CLI's transactions are bounded far below that. $1: the last
+ * id counted. */
+#define TRANSITIONS_LAG_S "10"
+static const char events_upto_sql[] =
+    "SELECT coalesce((SELECT min(id) - 1 FROM execution_events WHERE id > $1::bigint"
+    "   AND at >= now() - interval '" TRANSITIONS_LAG_S " seconds'),"
+    " (SELECT max(id) FROM execution_events WHERE id > $1::bigint), $1::bigint)";
+static const char transitions_sql[] =
+    "SELECT coalesce(from_status, ''), to_status, count(*) FROM execution_events"
+    " WHERE id > $1::bigint AND id <= $2::bigint AND applied GROUP BY 1, 2";
+
+static const char live_sql[] =
+    "SELECT count(*) FROM workers w WHERE warren_worker_live(w, $1::int)";
+/* clang-format on */
+
+typedef struct refresh {
+    executor_t *x;
+    executor_gauges_t g;
+} refresh_t;
+
+/* Add the status changes recorded since g->events_upto; the first call only sets it (the
+ * counters start at 0 with the process, as every counter does). */
+static int count_transitions(PGconn *db, executor_gauges_t *g, char *err, size_t errlen)
+{
+    char after[24], upto[24];
+    snprintf(after, sizeof after, "%" PRId64, g->events_upto < 0 ? INT64_MAX : g->events_upto);
+    const char *p1[] = {after};
+    PGresult *u = NULL, *t = NULL;
+    int rc = db_exec(db,
+                     g->events_upto < 0 ? "SELECT coalesce(max(id), 0) FROM execution_events"
+                                        : events_upto_sql,
+                     g->events_upto < 0 ? 0 : 1, p1, &u, err, errlen);
+    if (rc != 0) {
+        PQclear(u);
+        return rc;
+    }
+    snprintf(upto, sizeof upto, "%s", PQgetvalue(u, 0, 0));
+    PQclear(u);
+    if (g->events_upto >= 0) {
+        const char *p2[] = {after, upto};
+        rc = db_exec(db, transitions_sql, 2, p2, &t, err, errlen);
+        for (int i = 0; rc == 0 && i < PQntuples(t); i++) {
+            exec_status_t from, to;
+            const char *f = PQgetvalue(t, i, 0);
+            if (trans_status_parse(PQgetvalue(t, i, 1), &to) != 0)
+                continue;
+            if (!*f)
+                from = EXEC_STATUS_COUNT;
+            else if (trans_status_parse(f, &from) != 0)
+                continue;
+            g->transitions[from][to] += strtoull(PQgetvalue(t, i, 2), NULL, 10);
+        }
+        PQclear(t);
+    }
+    if (rc == 0)
+        g->events_upto = strtoll(upto, NULL, 10);
+    return rc;
+}
+
+static int refresh_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    refresh_t *r = arg;
+    char factor[16];
+    snprintf(factor, sizeof factor, "%d", r->x->cfg->executor.heartbeat_stale_factor);
+    const char *params[] = {factor};
+    PGresult *b = NULL, *a = NULL, *l = NULL;
+    int rc = db_exec(db, backlog_sql, 0, NULL, &b, err, errlen);
+    if (rc == 0)
+        rc = db_exec(db, actions_sql, 1, params, &a, err, errlen);
+    if (rc == 0)
+        rc = db_exec(db, live_sql, 1, params, &l, err, errlen);
+    for (int i = 0; rc == 0 && i < PQntuples(b); i++) {
+        exec_status_t st;
+        if (trans_status_parse(PQgetvalue(b, i, 0), &st) == 0)
+            r->g.backlog[st] = strtoll(PQgetvalue(b, i, 1), NULL, 10);
+    }
+    size_t max = sizeof r->g.actions / sizeof r->g.actions[0];
+    for (int i = 0; rc == 0 && i < PQntuples(a) && r->g.n_actions < max; i++) {
+        snprintf(r->g.actions[r->g.n_actions].action, sizeof r->g.actions[0].action, "%s",
+                 PQgetvalue(a, i, 0));
+        r->g.actions[r->g.n_actions++].live = strtoll(PQgetvalue(a, i, 1), NULL, 10);
+    }
+    if (rc == 0)
+        r->g.live_workers = strtoll(PQgetvalue(l, 0, 0), NULL, 10);
+    PQclear(b);
+    PQclear(a);
+    PQclear(l);
+    return rc == 0 ? count_transitions(db, &r->g, err, errlen) : rc;
+}
+
+static void refresh_dlq(executor_t *x, executor_gauges_t *g)
+{
+    if (!x->cfg->rabbitmq.dead_letter.enabled)
+        return;
+    char err[ERRBUF_SIZE];
+    int64_t ready = 0;
+    if (topo_queue_messages(x->pub, x->cfg->rabbitmq.dead_letter.queue, &ready, err, sizeof err) !=
+        0)
+        ready = g->dlq_messages; /* unknown now: keep the last count */
+    g->dlq_messages = ready;
+    int64_t now = now_wall_ms();
+    bool waiting = ready > 0 || consumer_unacked(&x->dlq) > 0;
+    if (!waiting)
+        g->dlq_nonempty_since_ms = 0;
+    else if (!g->dlq_nonempty_since_ms)
+        g->dlq_nonempty_since_ms = now;
+    double seen = waiting ? (double)(now - g->dlq_nonempty_since_ms) / 1000.0 : 0;
+    double held = (double)executor_held_dead_letter_age_s(x); /* exact, from x-death */
+    g->dlq_oldest_age = held > seen ? held : seen;
+}
+
+static void on_refresh(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    executor_t *x = arg;
+    if (x->draining)
+        return;
+    refresh_t r = {.x = x};
+    r.g.dlq_messages = x->gauges.dlq_messages;
+    r.g.dlq_nonempty_since_ms = x->gauges.dlq_nonempty_since_ms;
+    memcpy(r.g.transitions, x->gauges.transitions, sizeof r.g.transitions);
+    r.g.events_upto = x->gauges.events_upto;
+    if (dbc_transaction(&x->db, "refreshing the metrics' gauges", refresh_fn, &r) == DBC_OK) {
+        r.g.db_ok = true;
+        r.g.refreshed_ms = now_wall_ms();
+    } else { /* keep the database's last known values */
+        memcpy(r.g.backlog, x->gauges.backlog, sizeof r.g.backlog);
+        memcpy(r.g.actions, x->gauges.actions, sizeof r.g.actions);
+        r.g.n_actions = x->gauges.n_actions;
+        r.g.live_workers = x->gauges.live_workers;
+        r.g.refreshed_ms = x->gauges.refreshed_ms;
+        memcpy(r.g.transitions, x->gauges.transitions, sizeof r.g.transitions);
+        r.g.events_upto = x->gauges.events_upto;
+    }
+    refresh_dlq(x, &r.g);
+    x->gauges = r.g;
+}
+
+int gauges_start(executor_t *x)
+{
+    x->gauges.events_upto = -1;
+    on_refresh(-1, 0, x);
+    return evloop_every(&x->gauges_ev, x->base, GAUGES_INTERVAL_S * 1000, on_refresh, x);
+}
+
+void gauges_collect(metrics_out_t *o, void *arg)
+{
+    executor_t *x = arg;
+    const executor_gauges_t *g = &x->gauges;
+    char labels[320];
+    metrics_family(o, "warren_executions_backlog", "gauge",
+                   "Executions in each non-final status (refreshed every 10 s)");
+    for (int s = 0; s < EXEC_STATUS_COUNT; s++) {
+        if (trans_is_terminal((exec_status_t)s))
+            continue;
+        labels[0] = '\0';
+        (void)metrics_label(labels, sizeof labels, "status", trans_status_name((exec_status_t)s));
+        metrics_sample(o, "warren_executions_backlog", labels, (double)g->backlog[s]);
+    }
+    metrics_family(o, "warren_workers_live", "gauge",
+                   "Live workers: online with a fresh heartbeat");
+    metrics_sample(o, "warren_workers_live", "", (double)g->live_workers);
+    metrics_family(o, "warren_action_workers_live", "gauge",
+                   "Live workers offering each action that a worker seen in the last 7 days "
+                   "offered (at most 64 actions)");
+    for (size_t i = 0; i < g->n_actions; i++) {
+        labels[0] = '\0';
+        (void)metrics_label(labels, sizeof labels, "action", g->actions[i].action);
+        metrics_sample(o, "warren_action_workers_live", labels, (double)g->actions[i].live);
+    }
+    metrics_family(o, "warren_dead_letter_queue_messages", "gauge",
+                   "Messages ready in the dead-letter queue, not yet stored");
+    metrics_sample(o, "warren_dead_letter_queue_messages", "", (double)g->dlq_messages);
+    metrics_family(o, "warren_dead_letter_oldest_age_seconds", "gauge",
+                   "How long the dead-letter queue has had unstored messages without a break "
+                   "(0 when none; a lower bound, measured every 10 s)");
+    metrics_sample(o, "warren_dead_letter_oldest_age_seconds", "", g->dlq_oldest_age);
+    metrics_family(o, "warren_execution_transitions_total", "counter",
+                   "Execution status changes in the history since this executor started, "
+                   "whoever made them (from=\"none\": created), counted about 10 s after");
+    for (int f = 0; f <= EXEC_STATUS_COUNT; f++)
+        for (int t = 0; t < EXEC_STATUS_COUNT; t++) {
+            if (!g->transitions[f][t])
+                continue;
+            labels[0] = '\0';
+            (void)metrics_label(labels, sizeof labels, "from",
+                                f == EXEC_STATUS_COUNT ? "none"
+                                                       : trans_status_name((exec_status_t)f));
+            (void)metrics_label(labels, sizeof labels, "to", trans_status_name((exec_status_t)t));
+            metrics_sample_u64(o, "warren_execution_transitions_total", labels,
+                               g->transitions[f][t]);
+        }
+    metrics_family(o, "warren_gauges_refreshed_timestamp_seconds", "gauge",
+                   "When the database gauges were last read (Unix time)");
+    metrics_sample(o, "warren_gauges_refreshed_timestamp_seconds", "",
+                   (double)g->refreshed_ms / 1000.0);
+}

@@ -1,0 +1,491 @@
+/* The HTTP server of both daemons: evhttp plus connection bounds, routing and JSON errors. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <json-c/json.h>
+#include "warren/evloop.h"
+#include "warren/http.h"
+#include "warren/log.h"
+
+#define MAX_ROUTES 16
+#define PATH_MAX_BYTES 2048
+
+typedef struct route {
+    int methods;
+    char pattern[128];
+    http_handler_fn fn;
+    void *arg;
+} route_t;
+
+/*
+ * One accepted connection. evhttp tells nobody when it accepts or closes one, so the bufferevent
+ * is made here (bevcb), held by a reference until the next loop turn, when evhttp has set its
+ * callbacks (their argument is the evhttp_connection) and a close callback can be attached.
+ */
+typedef struct conn {
+    struct conn *next;
+    struct http_server *srv;
+    struct bufferevent *bev; /* referenced until setup */
+    struct evhttp_connection *evcon;
+    struct event setup_ev, deadline_ev;
+    bool closed;
+} conn_t;
+
+struct http_server {
+    struct event_base *base;
+    char name[32];
+    http_limits_t limits;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    int port;
+    route_t routes[MAX_ROUTES];
+    size_t n_routes;
+    conn_t *conns, *dead; /* open ones; closed ones freed by reap_ev */
+    size_t n_conns;
+    bool paused;
+    struct event reap_ev;
+};
+
+/* ---- pure helpers ---- */
+
+int http_split_hostport(const char *s, char *host, size_t hostlen, int *port)
+{
+    const char *colon;
+    size_t hlen;
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || end[1] != ':')
+            return -1;
+        hlen = (size_t)(end - s - 1);
+        s++;
+        colon = end + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (!colon || memchr(s, ':', (size_t)(colon - s)))
+            return -1;
+        hlen = (size_t)(colon - s);
+    }
+    if (hlen >= hostlen)
+        return -1;
+    memcpy(host, s, hlen);
+    host[hlen] = '\0';
+    const char *p = colon + 1;
+    if (!*p || strspn(p, "0123456789") != strlen(p) || strlen(p) > 5)
+        return -1;
+    *port = atoi(p);
+    return *port <= 65535 ? 0 : -1;
+}
+
+bool http_route_match(const char *pattern, const char *path, const char **params, char *buf,
+                      size_t buflen)
+{
+    size_t used = 0, n = 0;
+    const char *p = pattern, *q = path;
+    while (*p && *q) {
+        if (*p != '/' || *q != '/')
+            return false;
+        p++;
+        q++;
+        size_t plen = strcspn(p, "/"), qlen = strcspn(q, "/");
+        if (plen == 2 && !strncmp(p, "{}", 2)) {
+            if (qlen == 0 || n == HTTP_MAX_PARAMS || used + qlen + 1 > buflen)
+                return false;
+            memcpy(buf + used, q, qlen);
+            buf[used + qlen] = '\0';
+            params[n++] = buf + used;
+            used += qlen + 1;
+        } else if (plen != qlen || strncmp(p, q, plen)) {
+            return false;
+        }
+        p += plen;
+        q += qlen;
+    }
+    return !*p && !*q;
+}
+
+bool http_secret_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    /* Every byte of b is compared against something, so the time depends on the lengths. */
+    unsigned char diff = la != lb;
+    for (size_t i = 0; i < lb; i++)
+        diff |= (unsigned char)(b[i] ^ (la ? a[i % la] : 0));
+    return diff == 0;
+}
+
+/* ---- replies ---- */
+
+void http_add_header(http_req_t *r, const char *name, const char *value)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(r->req), name, value);
+}
+
+void http_reply(http_req_t *r, int code, const char *content_type, const char *body, size_t len)
+{
+    if (r->replied)
+        return;
+    r->replied = true;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
+    evhttp_add_header(h, "Content-Type", content_type);
+    evhttp_add_header(h, "Cache-Control", "no-store");
+    struct evbuffer *out = evbuffer_new();
+    if (out && len > 0 && evbuffer_add(out, body, len) != 0) {
+        evbuffer_free(out);
+        out = NULL;
+    }
+    if (!out) {
+        evhttp_send_error(r->req, 500, "out of memory");
+        return;
+    }
+    evhttp_send_reply(r->req, code, NULL, out);
+    evbuffer_free(out);
+}
+
+void http_reply_json(http_req_t *r, int code, const char *json)
+{
+    http_reply(r, code, "application/json", json, strlen(json));
+}
+
+void http_error(http_req_t *r, int code, const char *error, const char *fmt, ...)
+{
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "error", json_object_new_string(error));
+    json_object_object_add(o, "detail", json_object_new_string(detail));
+    http_reply_json(r, code, o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN) : "{}");
+    json_object_put(o);
+}
+
+const char *http_header(http_req_t *r, const char *name)
+{
+    return evhttp_find_header(evhttp_request_get_input_headers(r->req), name);
+}
+
+const char *http_query(http_req_t *r, const char *name)
+{
+    return evhttp_find_header(&r->query, name);
+}
+
+bool http_query_only(http_req_t *r, const char *const *allowed)
+{
+    for (struct evkeyval *kv = r->query.tqh_first; kv; kv = kv->next.tqe_next) {
+        bool known = false;
+        for (size_t i = 0; allowed[i] && !known; i++)
+            known = !strcmp(kv->key, allowed[i]);
+        if (!known) {
+            http_error(r, 400, "bad_request", "unknown query parameter '%.64s'", kv->key);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* ---- connections ---- */
+
+static void conn_arm(conn_t *c, int seconds)
+{
+    if (!c->closed)
+        (void)evloop_arm(&c->deadline_ev, (int64_t)seconds * 1000);
+}
+
+static conn_t *conn_of(http_server_t *s, struct evhttp_connection *evcon)
+{
+    for (conn_t *c = s->conns; c; c = c->next)
+        if (c->evcon == evcon)
+            return c;
+    return NULL;
+}
+
+static void resume_listener(http_server_t *s)
+{
+    if (s->paused && s->n_conns < (size_t)s->limits.max_connections && s->bound) {
+        evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
+        s->paused = false;
+    }
+}
+
+/* The connection is gone (evhttp freed it, or setup found it already freed). */
+static void conn_closed(conn_t *c)
+{
+    http_server_t *s = c->srv;
+    if (c->closed)
+        return;
+    c->closed = true;
+    c->evcon = NULL;
+    event_del(&c->deadline_ev);
+    for (conn_t **p = &s->conns; *p; p = &(*p)->next)
+        if (*p == c) {
+            *p = c->next;
+            break;
+        }
+    c->next = s->dead;
+    s->dead = c;
+    s->n_conns--;
+    resume_listener(s);
+    event_active(&s->reap_ev, EV_TIMEOUT, 0); /* never free c inside its own callback */
+}
+
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+    (void)evcon;
+    conn_closed(arg);
+}
+
+static void on_setup(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_t *c = arg;
+    bufferevent_data_cb rd, wr;
+    bufferevent_event_cb ev;
+    void *cbarg = NULL;
+    bufferevent_getcb(c->bev, &rd, &wr, &ev, &cbarg);
+    if ((rd || wr || ev) && cbarg) { /* bufferevent_free clears them: still open */
+        c->evcon = cbarg;
+        evhttp_connection_set_closecb(c->evcon, on_conn_close, c);
+    } else {
+        conn_closed(c);
+    }
+    struct bufferevent *bev = c->bev;
+    c->bev = NULL;
+    bufferevent_decref(bev);
+}
+
+/* A request that has not arrived whole in time, or a kept-alive connection left idle. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    conn_t *c = arg;
+    if (c->evcon)
+        evhttp_connection_free(c->evcon); /* calls on_conn_close */
+}
+
+static void on_reap(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    http_server_t *s = arg;
+    while (s->dead) {
+        conn_t *c = s->dead;
+        s->dead = c->next;
+        event_del(&c->setup_ev);
+        free(c);
+    }
+}
+
+static struct bufferevent *on_accept(struct event_base *base, void *arg)
+{
+    http_server_t *s = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    conn_t *c = calloc(1, sizeof *c);
+    if (!bev || !c) {
+        free(c);
+        return bev; /* evhttp copes; this connection is just not bounded */
+    }
+    c->srv = s;
+    c->bev = bev;
+    bufferevent_incref(bev);
+    evtimer_assign(&c->setup_ev, base, on_setup, c);
+    evtimer_assign(&c->deadline_ev, base, on_deadline, c);
+    (void)evloop_arm(&c->setup_ev, 0);
+    conn_arm(c, s->limits.read_timeout_s);
+    c->next = s->conns;
+    s->conns = c;
+    if (++s->n_conns >= (size_t)s->limits.max_connections && s->bound && !s->paused) {
+        evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
+        s->paused = true;
+    }
+    return bev;
+}
+
+/* ---- dispatch ---- */
+
+static int method_of(struct evhttp_request *req)
+{
+    switch (evhttp_request_get_command(req)) {
+    case EVHTTP_REQ_GET: return HTTP_GET;
+    case EVHTTP_REQ_POST: return HTTP_POST;
+    default: return 0;
+    }
+}
+
+static void dispatch(http_req_t *r, http_server_t *s, char *pbuf, size_t pbuflen)
+{
+    bool path_known = false;
+    char allow[32] = "";
+    for (size_t i = 0; i < s->n_routes; i++) {
+        route_t *rt = &s->routes[i];
+        if (!http_route_match(rt->pattern, r->path, r->params, pbuf, pbuflen))
+            continue;
+        path_known = true;
+        if (rt->methods & r->method) {
+            rt->fn(r, rt->arg);
+            if (!r->replied)
+                http_error(r, 500, "internal", "the handler gave no answer");
+            return;
+        }
+        snprintf(allow, sizeof allow, "%s%s%s", rt->methods & HTTP_GET ? "GET" : "",
+                 rt->methods == (HTTP_GET | HTTP_POST) ? ", " : "",
+                 rt->methods & HTTP_POST ? "POST" : "");
+    }
+    if (!path_known) {
+        http_error(r, 404, "not_found", "no such path");
+        return;
+    }
+    http_add_header(r, "Allow", allow);
+    http_error(r, 405, "method_not_allowed", "allowed: %s", allow);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    http_server_t *s = arg;
+    conn_t *c = conn_of(s, evhttp_request_get_connection(req));
+    if (c)
+        conn_arm(c, s->limits.idle_timeout_s + s->limits.read_timeout_s);
+    http_req_t r = {.req = req, .method = method_of(req), .body = ""};
+    TAILQ_INIT(&r.query);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *raw_path = uri ? evhttp_uri_get_path(uri) : NULL;
+    char *path = raw_path ? evhttp_uridecode(raw_path, 0, NULL) : NULL;
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    char *body = NULL, pbuf[PATH_MAX_BYTES];
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = evbuffer_get_length(in);
+    if (!path || strlen(path) >= PATH_MAX_BYTES) {
+        http_error(&r, 400, "bad_request", "the path is missing, malformed or too long");
+    } else if (query && evhttp_parse_query_str(query, &r.query) != 0) {
+        http_error(&r, 400, "bad_request", "malformed query string");
+    } else if (len > s->limits.max_body_bytes) {
+        http_error(&r, 413, "payload_too_large", "the body has %zu bytes; the limit is %zu", len,
+                   s->limits.max_body_bytes);
+    } else if (!r.method) {
+        http_add_header(&r, "Allow", "GET, POST");
+        http_error(&r, 405, "method_not_allowed", "only GET and POST are served");
+    } else if (!(body = malloc(len + 1))) {
+        http_error(&r, 503, "unavailable", "out of memory");
+    } else {
+        evbuffer_copyout(in, body, len);
+        body[len] = '\0';
+        r.body = body;
+        r.body_len = len;
+        r.path = path;
+        dispatch(&r, s, pbuf, sizeof pbuf);
+    }
+    free(body);
+    free(path);
+    evhttp_clear_headers(&r.query);
+}
+
+/* ---- life ---- */
+
+http_server_t *http_new(struct event_base *base, const char *name, const http_limits_t *limits)
+{
+    http_server_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->base = base;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->limits = *limits;
+    if (s->limits.max_connections < 1)
+        s->limits.max_connections = 1;
+    s->http = evhttp_new(base);
+    if (!s->http) {
+        free(s);
+        return NULL;
+    }
+    event_assign(&s->reap_ev, base, -1, 0, on_reap, s);
+    evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_OPTIONS);
+    evhttp_set_max_headers_size(s->http, (ev_ssize_t)limits->max_header_bytes);
+    /* evhttp refuses a larger body itself, before reading it, with a page of its own; up to
+     * twice the limit it is read and refused here with the JSON error. */
+    evhttp_set_max_body_size(s->http, (ev_ssize_t)(2 * limits->max_body_bytes));
+    evhttp_set_timeout(s->http, limits->read_timeout_s);
+    evhttp_set_bevcb(s->http, on_accept, s);
+    evhttp_set_gencb(s->http, on_request, s);
+    return s;
+}
+
+void http_free(http_server_t *s)
+{
+    if (!s)
+        return;
+    s->bound = NULL;      /* evhttp_free frees the listener: nothing may resume it */
+    evhttp_free(s->http); /* frees every connection: on_conn_close moves them to dead */
+    for (conn_t *c = s->conns; c;) {
+        conn_t *next = c->next;
+        event_del(&c->setup_ev);
+        event_del(&c->deadline_ev);
+        if (c->bev)
+            bufferevent_decref(c->bev);
+        free(c);
+        c = next;
+    }
+    s->conns = NULL;
+    on_reap(-1, 0, s);
+    event_del(&s->reap_ev);
+    free(s);
+}
+
+int http_route(http_server_t *s, int methods, const char *pattern, http_handler_fn fn, void *arg)
+{
+    if (s->n_routes == MAX_ROUTES || strlen(pattern) >= sizeof s->routes[0].pattern)
+        return -1;
+    route_t *r = &s->routes[s->n_routes++];
+    r->methods = methods;
+    snprintf(r->pattern, sizeof r->pattern, "%s", pattern);
+    r->fn = fn;
+    r->arg = arg;
+    return 0;
+}
+
+int http_listen(http_server_t *s, const char *hostport, char *err, size_t errlen)
+{
+    char host[256];
+    int port;
+    if (http_split_hostport(hostport, host, sizeof host, &port) != 0) {
+        snprintf(err, errlen, "'%.200s' is not host:port", hostport);
+        return -1;
+    }
+    s->bound = evhttp_bind_socket_with_handle(s->http, *host ? host : "0.0.0.0", (uint16_t)port);
+    if (!s->bound) {
+        snprintf(err, errlen, "cannot listen on %.200s: %s", hostport, strerror(errno));
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    evutil_socket_t fd = evhttp_bound_socket_get_fd(s->bound);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+    char address[300], p[16];
+    snprintf(p, sizeof p, "%d", s->port);
+    snprintf(address, sizeof address, "%s%s%s:%d", strchr(host, ':') ? "[" : "", host,
+             strchr(host, ':') ? "]" : "", s->port);
+    log_kv(LOG_INFO, "http listening", "server", s->name, "address", address, "port", p, NULL);
+    return 0;
+}
+
+int http_port(const http_server_t *s)
+{
+    return s->port;
+}
+
+size_t http_connections(const http_server_t *s)
+{
+    return s->n_conns;
+}

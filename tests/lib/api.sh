@@ -1,0 +1,50 @@
+# Helpers for tests of the executor's HTTP API; source after common.sh, topology.sh and
+# executor.sh. curl is the client: what an operator would type.
+# shellcheck shell=bash
+
+API_WRITE_KEY=write-key-$RANDOM$RANDOM-0123456789
+API_READ_KEY=read-key-$RANDOM$RANDOM-0123456789
+
+# api_keys_file: a keys file (0600) with "ops" (write) and "viewer" (read); sets API_KEYS_FILE.
+api_keys_file() {
+    API_KEYS_FILE="$TEST_TMP/api.keys"
+    (umask 077 && printf '# test keys\nops write %s\nviewer read %s\n' "$API_WRITE_KEY" \
+        "$API_READ_KEY" >"$API_KEYS_FILE")
+}
+
+# api_start NAME: an executor with the keys of api_keys_file and reads needing a key, on a port
+# of its own; sets API (http://127.0.0.1:PORT) and EXEC_PID.
+api_start() {
+    api_keys_file
+    export WARREN__API__KEYS_FILE=$API_KEYS_FILE WARREN__API__AUTH_READS=true
+    export WARREN__LOG__FORMAT=json
+    exec_start "$1"
+    API="http://127.0.0.1:$(http_port "$1")"
+}
+
+# call METHOD PATH [BODY] [KEY]: the request with curl; prints "CODE BODY" (body on one line).
+# KEY "-" sends none. A body is sent as application/json unless CALL_TYPE says otherwise.
+call() {
+    local method=$1 path=$2 body=${3:-} key=${4:-$API_WRITE_KEY} args=()
+    [ "$key" = - ] || args+=(-H "Authorization: Bearer $key")
+    if [ -n "$body" ]; then
+        args+=(-H "Content-Type: ${CALL_TYPE:-application/json}" --data-binary "$body")
+    fi
+    curl -sS --max-time 20 -o "$TEST_TMP/call.body" -w '%{http_code}' -X "$method" "${args[@]}" \
+        "$API$path" >"$TEST_TMP/call.code" || echo 000 >"$TEST_TMP/call.code"
+    printf '%s %s\n' "$(cat "$TEST_TMP/call.code")" "$(tr -d '\n' <"$TEST_TMP/call.body")"
+}
+
+# expect CODE METHOD PATH [BODY] [KEY]: call, check the status, leave the body in CALL_BODY. An
+# error answer must be the JSON {"error", "detail"}.
+expect() {
+    local want=$1 got
+    shift
+    got=$(call "$@")
+    CALL_BODY=${got#* }
+    assert_eq "$want" "${got%% *}" "$1 $2 status (body: ${CALL_BODY:0:300})"
+    if [ "$want" -ge 400 ]; then
+        jq -e '(.error | type) == "string" and (.detail | type) == "string"' <<<"$CALL_BODY" >/dev/null ||
+            fail "$1 $2: the error answer is not {error, detail}: ${CALL_BODY:0:300}"
+    fi
+}
