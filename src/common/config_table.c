@@ -26,6 +26,9 @@ static const char *const worker_identities[] = {"shared", "per_worker", NULL};
 #define R_CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, true, h, check, false}
 #define R_INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, true, h, NULL, false}
 #define R_ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, true, h, NULL, false}
+#define R_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, true, h, NULL, false}
+#define R_OPAQUE_SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, true, h, NULL, true}
+#define R_BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, true, h, NULL, false}
 /* clang-format on */
 #define MQ "message_queue.rabbitmq."
 #define DAY_MS 86400000LL
@@ -144,13 +147,15 @@ const cfg_key_t cfg_table[] = {
 
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
-    OPAQUE_SECRET_STR("api.keys", api.keys, "",
-                      "API keys \"NAME:SCOPE:SECRET,...\" (SCOPE read or write; SECRET at least 16 "
-                      "characters, no comma), added to those of api.keys_file"),
-    STR("api.keys_file", api.keys_file, "",
+    R_OPAQUE_SECRET_STR(
+        "api.keys", api.keys, "",
+        "API keys \"NAME:SCOPE:SECRET,...\" (SCOPE read or write; SECRET at least 16 "
+        "characters, no comma), added to those of api.keys_file"),
+    R_STR(
+        "api.keys_file", api.keys_file, "",
         "File of API keys, one per line \"NAME SCOPE SECRET\" (# comments); refused when group- or "
         "world-readable"),
-    BOOL(
+    R_BOOL(
         "api.auth_reads", api.auth_reads, "false",
         "GET requests of /api/ need a key too (a read or write key); writes always need a write key"),
     INT("api.max_body_bytes", api.max_body_bytes, "8388608", 1024, 256 * 1024 * 1024,

@@ -193,12 +193,18 @@ static void apply_reload(void *arg, const cfg_diff_t *d)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         consumer_reconfigure(all[i], x->cfg);
     mq_reconfigure(x->pub, x->cfg);
+    api_keys_take(x);
+}
+
+static int prepare_reload(void *arg, const warren_config_t *loaded, char *err, size_t errlen)
+{
+    return api_keys_prepare(arg, loaded, err, errlen);
 }
 
 static void on_reload(void *arg)
 {
     executor_t *x = arg;
-    const reload_hooks_t hooks = {.apply = apply_reload, .arg = x};
+    const reload_hooks_t hooks = {.prepare = prepare_reload, .apply = apply_reload, .arg = x};
     if (x->draining) /* the loop is about to end: nothing would use it */
         log_kv(LOG_INFO, "SIGHUP ignored: draining", NULL);
     else
