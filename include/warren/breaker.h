@@ -27,6 +27,10 @@ typedef struct breaker {
 
 void breaker_init(breaker_t *b, const char *name, int failure_threshold, int success_threshold,
                   int64_t open_timeout_ms);
+/* New thresholds and open timeout (a reload), state and counters kept: the next failure or
+ * success, or breaker_allow, is judged by them. */
+void breaker_set_limits(breaker_t *b, int failure_threshold, int success_threshold,
+                        int64_t open_timeout_ms);
 /* May a call proceed now? false while open (fail fast). Moves open -> half-open on timeout. */
 bool breaker_allow(breaker_t *b, int64_t now_ms);
 void breaker_record_success(breaker_t *b, int64_t now_ms);

@@ -1,7 +1,9 @@
 /*
  * The configuration: one declarative table (src/common/config_table.c) lists every key with
  * its type, default, bounds, secrecy and help. Parsing, validation, WARREN__* environment
- * overrides, `warren config check` and docs/configuration.md all come from that table.
+ * overrides, `warren config check` and docs/configuration.md all come from that table. The
+ * table also says which keys a running daemon takes on SIGHUP (cfg_reload); the others need a
+ * restart.
  */
 #ifndef WARREN_CONFIG_H
 #define WARREN_CONFIG_H
@@ -99,7 +101,14 @@ typedef struct warren_config {
         char *http_listen; /* host:port of /livez, /readyz, /metrics; "" disables it */
     } worker;
     unsigned char source[96]; /* cfg_source_t per table row; managed by config.c */
+    char *file;               /* the file read (NULL: none), read again by cfg_reload */
+    /* The WARREN__* environment as cfg_load found it, which cfg_reload reads again: a process's
+     * environment is fixed at its start, and the worker clears its own once loaded. */
+    char **env;
 } warren_config_t;
+
+/* Room for every key of the table (config.c checks it). */
+#define CFG_KEYS_MAX 96
 
 typedef enum { CFG_SRC_DEFAULT = 0, CFG_SRC_FILE, CFG_SRC_ENV } cfg_source_t;
 
@@ -112,6 +121,37 @@ int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen) W
 void cfg_free(warren_config_t *cfg);
 /* Where the effective value of `key` came from; CFG_SRC_DEFAULT for unknown keys. */
 cfg_source_t cfg_source(const warren_config_t *cfg, const char *key);
+
+/* Keys whose effective values differ between two configurations, in table order, split into
+ * those a running daemon takes on SIGHUP and those that need a restart. Paths are the table's. */
+typedef struct cfg_diff {
+    size_t n_reload, n_restart;
+    const char *reload[CFG_KEYS_MAX];
+    const char *restart[CFG_KEYS_MAX];
+} cfg_diff_t;
+
+/* Compare every key of the table between running and loaded. */
+void cfg_diff(const warren_config_t *running, const warren_config_t *loaded, cfg_diff_t *d);
+/* True when key is among d's reloadable changes. */
+bool cfg_diff_reloads(const cfg_diff_t *d, const char *key);
+/* True for a key of the table marked reloadable; false for restart-only and unknown keys. */
+bool cfg_reloadable(const char *key);
+/* "a, b, c" of n key paths into buf (cut with "..." when it does not fit). */
+void cfg_keys_text(const char *const *keys, size_t n, char *buf, size_t len);
+/*
+ * Load cfg's file again (cfg->file) and the environment it was loaded with (cfg->env, not the
+ * process's environment of now), as cfg_load did at start. When that
+ * fails, cfg is left as it was and -1 returns with the error as cfg_load writes it. Otherwise
+ * d lists what changed, the reloadable keys take their new values (and sources) in cfg, and the
+ * others keep theirs until a restart; returns 0.
+ */
+int cfg_reload(warren_config_t *cfg, cfg_diff_t *d, char *err, size_t errlen) WARN_UNUSED;
+/* cfg_reload in two steps, for a caller that checks the new configuration in between: load
+ * into *loaded (which the caller frees with cfg_free, also after a failure) and compare with
+ * cfg; then take loaded's values of the reloadable keys into cfg (loaded gets the old ones). */
+int cfg_reload_load(const warren_config_t *cfg, warren_config_t *loaded, cfg_diff_t *d, char *err,
+                    size_t errlen) WARN_UNUSED;
+void cfg_reload_take(warren_config_t *cfg, warren_config_t *loaded);
 /* Print every key, its effective value (secrets masked) and its source. */
 void cfg_print(const warren_config_t *cfg, FILE *out);
 /* Write docs/configuration.md (Markdown) generated from the table. */

@@ -1,6 +1,6 @@
 /*
  * The event-loop scaffolding both daemons share: millisecond timers, the jitter random source,
- * the AMQP pump interval, and graded shutdown on signals. Events are embedded in their owner's
+ * the AMQP pump interval, graded shutdown on signals, SIGHUP and the service manager's watchdog. Events are embedded in their owner's
  * struct (event_assign): nothing to allocate, nothing that can be NULL, and an owner that
  * outlives its base tears them down by freeing the base (evloop_base_free). Everything here
  * runs on the loop's thread.
@@ -58,22 +58,31 @@ typedef enum { EVLOOP_DRAIN = 0, EVLOOP_EXIT_FAST, EVLOOP_EXIT_NOW } evloop_stop
 typedef void (*evloop_stop_fn)(void *arg, evloop_stop_t step, const char *signal_name);
 
 typedef struct evloop_signals {
-    struct event term, intr, quit;
+    struct event term, intr, quit, hup;
     int terms; /* SIGTERM/SIGINT seen */
     evloop_stop_fn fn;
+    void (*reload)(void *arg); /* SIGHUP; NULL: logged and ignored */
     void *arg;
 } evloop_signals_t;
 
-/* Watch SIGTERM, SIGINT and SIGQUIT on base; -1 when libevent refuses. */
+/* Watch SIGTERM, SIGINT, SIGQUIT and SIGHUP on base (SIGHUP no longer ends the process, and
+ * does nothing but a log line until evloop_signals_on_reload); -1 when libevent refuses. */
 int evloop_signals_init(evloop_signals_t *s, struct event_base *base, evloop_stop_fn fn,
                         void *arg) WARN_UNUSED;
+/* SIGHUP calls fn(arg) (the arg given to evloop_signals_init) from the loop. */
+void evloop_signals_on_reload(evloop_signals_t *s, void (*fn)(void *arg));
 /*
  * For a drain that blocks outside the loop (the executor waits on the database): from now on
  * a SIGTERM or SIGINT writes message to stderr and _exits with EXIT_RUNTIME right in the
  * signal handler. message must outlive the process.
  */
 void evloop_signals_exit_on_next(evloop_signals_t *s, const char *message);
-/* "SIGTERM", "SIGINT", "SIGQUIT", else "signal". */
+/* "SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP", else "signal". */
 const char *evloop_signal_name(int sig);
+
+/* When the service manager wants a watchdog (notify.h), set up ev as a timer on base sending
+ * WATCHDOG=1 at half its interval: a loop stuck longer than the interval stops the pings and
+ * gets the daemon restarted. Nothing otherwise. -1 when libevent refuses. */
+int evloop_watchdog(struct event *ev, struct event_base *base) WARN_UNUSED;
 
 #endif

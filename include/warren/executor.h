@@ -4,7 +4,9 @@
 
 #include "warren/config.h"
 
-/* Run until SIGTERM/SIGINT (drain, exit 0) or SIGQUIT. cfg is borrowed. Returns an exit code. */
-int executor_run(const warren_config_t *cfg);
+/* Run until SIGTERM/SIGINT (drain, exit 0) or SIGQUIT; SIGHUP reloads cfg (reload.h), which is
+ * borrowed and must outlive the call. Tells a service manager when it is ready (notify.h).
+ * Returns an exit code. */
+int executor_run(warren_config_t *cfg);
 
 #endif

@@ -88,6 +88,8 @@ typedef struct mq_message {
     const char *correlation_id; /* optional */
     const char *type;           /* message type, e.g. "ExecutionRequested" */
     const char *execution_id;   /* optional; sent as header "execution_id" */
+    int attempt;                /* optional (0: none); sent as header "attempt" */
+    const char *action_ref;     /* optional; sent as header "action_ref" */
     bool mandatory;             /* unroutable -> MQ_ERR_RETURNED */
     int64_t expiration_ms;      /* per-message TTL; 0: none */
 } mq_message_t;
@@ -118,6 +120,9 @@ typedef struct mq_client mq_client_t;
 /* Create (no I/O yet); copies what it keeps from opts. Caller frees with mq_destroy(). */
 mq_client_t *mq_new(const mq_options_t *opts);
 void mq_destroy(mq_client_t *c);
+/* Take what may change while connected from cfg (a reload): the breaker's thresholds and open
+ * timeout. The rest of the options stay as mq_new got them. c NULL: nothing. */
+void mq_reconfigure(mq_client_t *c, const warren_config_t *cfg);
 /* Connect, log in (capabilities consumer_cancel_notify, connection.blocked), open channel,
  * confirm.select, basic.qos(prefetch). Idempotent when connected. */
 int mq_connect(mq_client_t *c, char *err, size_t errlen) WARN_UNUSED;

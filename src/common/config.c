@@ -11,10 +11,11 @@
 #include <unistd.h>
 #include "common/config_table.h"
 #include "warren/config.h"
+#include "warren/paths.h"
 
 extern char **environ;
 
-_Static_assert(sizeof(((warren_config_t *)0)->source) >= 64, "source array too small");
+_Static_assert(sizeof(((warren_config_t *)0)->source) >= CFG_KEYS_MAX, "source array too small");
 
 static void *field(warren_config_t *cfg, const cfg_key_t *k)
 {
@@ -401,9 +402,35 @@ static int load_file(warren_config_t *cfg, const char *file, char *err, size_t e
     return rc;
 }
 
+/* Wiped before it is freed: the URLs in it hold passwords. */
+static void free_env(char **env)
+{
+    for (char **e = env; e && *e; e++) {
+        explicit_bzero(*e, strlen(*e));
+        free(*e);
+    }
+    free(env);
+}
+
+/* The WARREN__* entries of env, copied (NULL-terminated); NULL when out of memory. */
+static char **copy_env(char *const *env)
+{
+    size_t n = 0;
+    for (char *const *e = env; *e; e++)
+        n += !strncmp(*e, "WARREN__", 8);
+    char **copy = calloc(n + 1, sizeof *copy);
+    size_t k = 0;
+    for (char *const *e = env; copy && *e; e++)
+        if (!strncmp(*e, "WARREN__", 8) && !(copy[k++] = strdup(*e))) {
+            free_env(copy);
+            return NULL;
+        }
+    return copy;
+}
+
 static int load_env(warren_config_t *cfg, char *err, size_t errlen)
 {
-    for (char **e = environ; *e; e++) {
+    for (char **e = cfg->env; *e; e++) {
         if (strncmp(*e, "WARREN__", 8))
             continue;
         const char *eq = strchr(*e, '=');
@@ -430,7 +457,21 @@ static int load_env(warren_config_t *cfg, char *err, size_t errlen)
     return 0;
 }
 
-int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
+/* Empty paths stand for the files shipped with the binary (warren/paths.h). */
+static int locate_files(warren_config_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->worker.handlers_dir && *cfg->worker.handlers_dir)
+        return 0;
+    char *dir = strdup(paths_handlers_dir());
+    if (!dir)
+        return fail(err, errlen, "out of memory");
+    free(cfg->worker.handlers_dir);
+    cfg->worker.handlers_dir = dir;
+    return 0;
+}
+
+/* cfg_load with the environment env (the process's at start, the same copy on a reload). */
+static int load(warren_config_t *cfg, const char *path, char *const *env, char *err, size_t errlen)
 {
     memset(cfg, 0, sizeof *cfg);
     for (size_t i = 0; i < cfg_table_len; i++) {
@@ -438,11 +479,24 @@ int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
         if (set_from_text(cfg, &cfg_table[i], cfg_table[i].def, why, sizeof why))
             return fail(err, errlen, "built-in default of %s: %s", cfg_table[i].path, why);
     }
+    if (cfg_table_len > CFG_KEYS_MAX)
+        return fail(err, errlen, "the key table has more than CFG_KEYS_MAX rows");
     if (!path || !*path)
         path = getenv("WARREN_CONFIG");
+    if (path && *path && !(cfg->file = strdup(path)))
+        return fail(err, errlen, "out of memory");
     if (path && *path && load_file(cfg, path, err, errlen))
         return -1;
-    return load_env(cfg, err, errlen);
+    if (!(cfg->env = copy_env(env)))
+        return fail(err, errlen, "out of memory");
+    if (load_env(cfg, err, errlen))
+        return -1;
+    return locate_files(cfg, err, errlen);
+}
+
+int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
+{
+    return load(cfg, path, environ, err, errlen);
 }
 
 void cfg_free(warren_config_t *cfg)
@@ -453,6 +507,102 @@ void cfg_free(warren_config_t *cfg)
             free(*slot);
             *slot = NULL;
         }
+    free(cfg->file);
+    cfg->file = NULL;
+    free_env(cfg->env);
+    cfg->env = NULL;
+}
+
+static bool same_value(const warren_config_t *a, const warren_config_t *b, const cfg_key_t *k)
+{
+    const void *pa = (const char *)a + k->offset, *pb = (const char *)b + k->offset;
+    switch (k->type) {
+    case CT_STRING: {
+        const char *sa = *(char *const *)pa, *sb = *(char *const *)pb;
+        return !strcmp(sa ? sa : "", sb ? sb : "");
+    }
+    case CT_INT: return get_int(a, k) == get_int(b, k);
+    case CT_BOOL: return *(const bool *)pa == *(const bool *)pb;
+    case CT_ENUM: return *(const int *)pa == *(const int *)pb;
+    }
+    return false;
+}
+
+void cfg_diff(const warren_config_t *running, const warren_config_t *loaded, cfg_diff_t *d)
+{
+    d->n_reload = d->n_restart = 0;
+    for (size_t i = 0; i < cfg_table_len && i < CFG_KEYS_MAX; i++) {
+        const cfg_key_t *k = &cfg_table[i];
+        if (same_value(running, loaded, k))
+            continue;
+        if (k->reloadable)
+            d->reload[d->n_reload++] = k->path;
+        else
+            d->restart[d->n_restart++] = k->path;
+    }
+}
+
+bool cfg_diff_reloads(const cfg_diff_t *d, const char *key)
+{
+    for (size_t i = 0; i < d->n_reload; i++)
+        if (!strcmp(d->reload[i], key))
+            return true;
+    return false;
+}
+
+bool cfg_reloadable(const char *key)
+{
+    const cfg_key_t *k = find_key(key, NULL);
+    return k && k->reloadable;
+}
+
+void cfg_keys_text(const char *const *keys, size_t n, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        int w = snprintf(buf + o, len - o, "%s%s", i ? ", " : "", keys[i]);
+        if (w < 0 || (size_t)w >= len - o) {
+            if (len > 4)
+                memcpy(buf + len - 4, "...", 4);
+            return;
+        }
+        o += (size_t)w;
+    }
+}
+
+int cfg_reload_load(const warren_config_t *cfg, warren_config_t *loaded, cfg_diff_t *d, char *err,
+                    size_t errlen)
+{
+    if (load(loaded, cfg->file, cfg->env, err, errlen) != 0)
+        return -1;
+    cfg_diff(cfg, loaded, d);
+    return 0;
+}
+
+/* Swapping strings needs no allocation, so this cannot fail half-way. */
+void cfg_reload_take(warren_config_t *cfg, warren_config_t *loaded)
+{
+    for (size_t i = 0; i < cfg_table_len; i++) {
+        const cfg_key_t *k = &cfg_table[i];
+        if (!k->reloadable)
+            continue;
+        char tmp[sizeof(int64_t)];
+        memcpy(tmp, field(cfg, k), k->size);
+        memcpy(field(cfg, k), field(loaded, k), k->size);
+        memcpy(field(loaded, k), tmp, k->size);
+        cfg->source[i] = loaded->source[i];
+    }
+}
+
+int cfg_reload(warren_config_t *cfg, cfg_diff_t *d, char *err, size_t errlen)
+{
+    warren_config_t loaded;
+    int rc = cfg_reload_load(cfg, &loaded, d, err, errlen);
+    if (rc == 0)
+        cfg_reload_take(cfg, &loaded);
+    cfg_free(&loaded);
+    return rc;
 }
 
 cfg_source_t cfg_source(const warren_config_t *cfg, const char *key)
@@ -683,9 +833,16 @@ void cfg_write_docs(FILE *out)
             "large is refused,\nnever wrapped. `@include` is not supported. `warren config check` "
             "prints the effective values,\nevery password masked, with where each came from "
             "(default, file or env).\n"
-            "Changing any key needs a restart.\n\n"
-            "| key | type | default | bounds / values | environment | description |\n"
-            "|---|---|---|---|---|---|\n");
+            "\n"
+            "The daemons (`warren executor`, `warren worker`) read the same file and environment "
+            "again on\nSIGHUP (`systemctl reload`): keys marked *yes* under reload take effect "
+            "at once, each where it\nis next used; a changed key marked *restart* is named in "
+            "one log line and keeps its running value\nuntil the daemon is restarted. A file "
+            "that does not load changes nothing: the error is logged\n(file, line, key) and the "
+            "daemon keeps its configuration. The environment is the process's own,\nfixed at "
+            "its start: a changed `EnvironmentFile` or container environment needs a restart.\n\n"
+            "| key | type | default | bounds / values | environment | reload | description |\n"
+            "|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < cfg_table_len; i++) {
         const cfg_key_t *k = &cfg_table[i];
         char bounds[128] = "", env[160];
@@ -695,7 +852,8 @@ void cfg_write_docs(FILE *out)
             choices_text(k, bounds, sizeof bounds);
         cfg_env_name(k->path, env, sizeof env);
         static const char *const types[] = {"string", "integer", "boolean", "enum"};
-        fprintf(out, "| `%s` | %s | `%s` | %s | `%s` | %s%s |\n", k->path, types[k->type], k->def,
-                bounds, env, k->help, k->secret ? " (secret: masked in `config check`)" : "");
+        fprintf(out, "| `%s` | %s | `%s` | %s | `%s` | %s | %s%s |\n", k->path, types[k->type],
+                k->def, bounds, env, k->reloadable ? "yes" : "restart", k->help,
+                k->secret ? " (secret: masked in `config check`)" : "");
     }
 }

@@ -20,6 +20,15 @@ static const char *const worker_identities[] = {"shared", "per_worker", NULL};
 #define INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, false, h, NULL, false}
 #define BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, false, h, NULL, false}
 #define ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, false, h, NULL, false}
+/* Keys a running daemon takes on SIGHUP: read afresh where they are used, or handed on by the
+ * daemon's reload step (executor.c, worker.c). Connections, topology, names, sizes fixed at
+ * start and anything the broker or database holds on to need a restart. */
+#define R_CHECKED_STR(p, f, d, check, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, true, h, check, false}
+#define R_INT(p, f, d, lo, hi, h) {p, CT_INT, OFF(f), d, lo, hi, NULL, false, true, h, NULL, false}
+#define R_ENUM(p, f, d, c, h) {p, CT_ENUM, OFF(f), d, 0, 0, c, false, true, h, NULL, false}
+#define R_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, false, true, h, NULL, false}
+#define R_OPAQUE_SECRET_STR(p, f, d, h) {p, CT_STRING, OFF(f), d, 0, 0, NULL, true, true, h, NULL, true}
+#define R_BOOL(p, f, d, h) {p, CT_BOOL, OFF(f), d, 0, 0, NULL, false, true, h, NULL, false}
 /* clang-format on */
 #define MQ "message_queue.rabbitmq."
 #define DAY_MS 86400000LL
@@ -91,57 +100,62 @@ const cfg_key_t cfg_table[] = {
         "largest body warren ever publishes (results are cut to it); below it, big parameters or "
         "results turn into dead letters. Keep the broker's max_message_size above it"),
 
-    INT("circuit_breaker.messaging.failure_threshold", circuit_breaker.messaging.failure_threshold,
-        "5", 1, 1000, "Consecutive publish/consume failures that open the breaker"),
-    INT("circuit_breaker.messaging.success_threshold", circuit_breaker.messaging.success_threshold,
-        "2", 1, 1000, "Successful probes in half-open that close the breaker"),
-    INT("circuit_breaker.messaging.open_timeout_s", circuit_breaker.messaging.open_timeout_s, "30",
-        1, 3600, "Seconds the breaker stays open before admitting a probe"),
+    R_INT("circuit_breaker.messaging.failure_threshold",
+          circuit_breaker.messaging.failure_threshold, "5", 1, 1000,
+          "Consecutive publish/consume failures that open the breaker"),
+    R_INT("circuit_breaker.messaging.success_threshold",
+          circuit_breaker.messaging.success_threshold, "2", 1, 1000,
+          "Successful probes in half-open that close the breaker"),
+    R_INT("circuit_breaker.messaging.open_timeout_s", circuit_breaker.messaging.open_timeout_s,
+          "30", 1, 3600, "Seconds the breaker stays open before admitting a probe"),
 
-    ENUM("log.level", log.level, "info", log_levels, "Lowest level written"),
-    ENUM("log.format", log.format, "auto", log_formats,
-         "auto: JSON when stderr is not a terminal, text otherwise"),
+    R_ENUM("log.level", log.level, "info", log_levels, "Lowest level written"),
+    R_ENUM("log.format", log.format, "auto", log_formats,
+           "auto: JSON when stderr is not a terminal, text otherwise"),
 
-    INT("executor.poll_interval_ms", executor.poll_interval_ms, "200", 10, 60000,
-        "Scheduler tick while idle"),
-    INT("executor.batch_size", executor.batch_size, "100", 1, 10000,
-        "Executions claimed, or results applied, per database round trip"),
-    INT("executor.scheduled_timeout_s", executor.scheduled_timeout_s, "600", 1, 30 * 86400,
-        "Scheduled but never started for this long: failed by the timeout monitor "
-        "(keep above the worker queue TTL so the dead-letter path reports first)"),
-    INT("executor.unconfirmed_timeout_ms", executor.unconfirmed_timeout_ms, "20000", 1000, 86400000,
-        "Scheduled, but the broker never confirmed the dispatch for this long (the executor "
-        "died after COMMIT, the publish got no answer): returned to requested and dispatched "
-        "again; keep it several times publish_timeout_ms"),
-    INT("executor.heartbeat_stale_factor", executor.heartbeat_stale_factor, "3", 2, 100,
-        "A worker is live while its last heartbeat is younger than factor x its interval"),
-    INT("executor.running_timeout_default_s", executor.running_timeout_default_s, "3600", 1,
-        30 * 86400,
-        "A running execution's timeout when neither its worker's running report nor the "
-        "submission names one (older workers), for the backstop below"),
-    INT("executor.running_grace_s", executor.running_grace_s, "120", 1, 86400,
-        "Running longer than its timeout plus this with no result: abandoned by the monitor "
-        "(a late completion of the attempt is still accepted)"),
-    INT("executor.monitor_interval_s", executor.monitor_interval_s, "5", 0, 3600,
-        "Period of the timeout monitor; 0 disables it"),
+    R_INT("executor.poll_interval_ms", executor.poll_interval_ms, "200", 10, 60000,
+          "Scheduler tick while idle"),
+    R_INT("executor.batch_size", executor.batch_size, "100", 1, 10000,
+          "Executions claimed, or results applied, per database round trip"),
+    R_INT("executor.scheduled_timeout_s", executor.scheduled_timeout_s, "600", 1, 30 * 86400,
+          "Scheduled but never started for this long: failed by the timeout monitor "
+          "(keep above the worker queue TTL so the dead-letter path reports first)"),
+    R_INT("executor.unconfirmed_timeout_ms", executor.unconfirmed_timeout_ms, "20000", 1000,
+          86400000,
+          "Scheduled, but the broker never confirmed the dispatch for this long (the executor "
+          "died after COMMIT, the publish got no answer): returned to requested and dispatched "
+          "again; keep it several times publish_timeout_ms"),
+    R_INT("executor.heartbeat_stale_factor", executor.heartbeat_stale_factor, "3", 2, 100,
+          "A worker is live while its last heartbeat is younger than factor x its interval"),
+    R_INT("executor.running_timeout_default_s", executor.running_timeout_default_s, "3600", 1,
+          30 * 86400,
+          "A running execution's timeout when neither its worker's running report nor the "
+          "submission names one (older workers), for the backstop below"),
+    R_INT("executor.running_grace_s", executor.running_grace_s, "120", 1, 86400,
+          "Running longer than its timeout plus this with no result: abandoned by the monitor "
+          "(a late completion of the attempt is still accepted)"),
+    R_INT("executor.monitor_interval_s", executor.monitor_interval_s, "5", 0, 3600,
+          "Period of the timeout monitor; 0 disables it"),
     ENUM("executor.worker_identity", executor.worker_identity, "shared", worker_identities,
          "Whom the executor believes: shared (one broker user for every component, for "
          "development) or per_worker (each worker logs in as a broker user named like the "
          "worker; a report is applied only when its broker-validated user_id is the worker it "
          "speaks for, and a dead letter only when the executor's own user published it; "
          "docs/security.md)"),
-    INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
-        "Delay before a dead letter is retried after a database error"),
+    R_INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
+          "Delay before a dead letter is retried after a database error"),
 
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
-    OPAQUE_SECRET_STR("api.keys", api.keys, "",
-                      "API keys \"NAME:SCOPE:SECRET,...\" (SCOPE read or write; SECRET at least 16 "
-                      "characters, no comma), added to those of api.keys_file"),
-    STR("api.keys_file", api.keys_file, "",
+    R_OPAQUE_SECRET_STR(
+        "api.keys", api.keys, "",
+        "API keys \"NAME:SCOPE:SECRET,...\" (SCOPE read or write; SECRET at least 16 "
+        "characters, no comma), added to those of api.keys_file"),
+    R_STR(
+        "api.keys_file", api.keys_file, "",
         "File of API keys, one per line \"NAME SCOPE SECRET\" (# comments); refused when group- or "
         "world-readable"),
-    BOOL(
+    R_BOOL(
         "api.auth_reads", api.auth_reads, "false",
         "GET requests of /api/ need a key too (a read or write key); writes always need a write key"),
     INT("api.max_body_bytes", api.max_body_bytes, "8388608", 1024, 256 * 1024 * 1024,
@@ -159,21 +173,23 @@ const cfg_key_t cfg_table[] = {
         "Worker id; empty: WARREN_WORKER_NAME or the host name (a StatefulSet pod name works)"),
     INT("worker.max_concurrency", worker.max_concurrency, "4", 1, 1024,
         "Executions run at once; also the consumer prefetch"),
-    INT("worker.heartbeat_interval_s", worker.heartbeat_interval_s, "10", 1, 3600,
-        "Seconds between heartbeats"),
-    STR("worker.handlers_dir", worker.handlers_dir, WARREN_HANDLERSDIR,
-        "Directory of exec handlers (executables named by action_ref) and C handlers (*.so)"),
-    INT("worker.default_timeout_s", worker.default_timeout_s, "300", 1, 7 * 86400,
-        "Handler timeout when neither the submission nor worker.action_timeouts names one"),
-    CHECKED_STR("worker.action_timeouts", worker.action_timeouts, "", action_timeouts_check,
-                "Per-action default timeouts, \"action=seconds,...\" (e.g. "
-                "\"core.sleep=60,reports.build=3600\"); a submission's --timeout wins"),
-    INT("worker.kill_grace_s", worker.kill_grace_s, "5", 0, 600,
-        "Seconds between SIGTERM and SIGKILL of a timed-out handler's process group"),
-    INT("worker.shutdown_timeout_s", worker.shutdown_timeout_s, "30", 0, 86400,
-        "On SIGTERM, how long in-flight executions may finish before they are killed"),
-    INT("worker.max_output_bytes", worker.max_output_bytes, "1048576", 1024, 64 * 1024 * 1024,
-        "Cap on a handler's captured stdout; the rest is discarded and marked truncated"),
+    R_INT("worker.heartbeat_interval_s", worker.heartbeat_interval_s, "10", 1, 3600,
+          "Seconds between heartbeats"),
+    STR("worker.handlers_dir", worker.handlers_dir, "",
+        "Directory of exec handlers (executables named by action_ref) and C handlers (*.so); "
+        "empty: found from the binary's location, PREFIX/libexec/warren/handlers when installed, "
+        "the checkout's handlers/ (and the C handlers built) when run from a build tree"),
+    R_INT("worker.default_timeout_s", worker.default_timeout_s, "300", 1, 7 * 86400,
+          "Handler timeout when neither the submission nor worker.action_timeouts names one"),
+    R_CHECKED_STR("worker.action_timeouts", worker.action_timeouts, "", action_timeouts_check,
+                  "Per-action default timeouts, \"action=seconds,...\" (e.g. "
+                  "\"core.sleep=60,reports.build=3600\"); a submission's --timeout wins"),
+    R_INT("worker.kill_grace_s", worker.kill_grace_s, "5", 0, 600,
+          "Seconds between SIGTERM and SIGKILL of a timed-out handler's process group"),
+    R_INT("worker.shutdown_timeout_s", worker.shutdown_timeout_s, "30", 0, 86400,
+          "On SIGTERM, how long in-flight executions may finish before they are killed"),
+    R_INT("worker.max_output_bytes", worker.max_output_bytes, "1048576", 1024, 64 * 1024 * 1024,
+          "Cap on a handler's captured stdout; the rest is discarded and marked truncated"),
     STR("worker.http_listen", worker.http_listen, "",
         "host:port of the worker's /livez, /readyz and /metrics (e.g. \"0.0.0.0:9464\" in a pod); "
         "\"\" turns them off"),

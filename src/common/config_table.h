@@ -16,7 +16,7 @@ typedef struct cfg_key {
     long long min, max;         /* bounds for CT_INT */
     const char *const *choices; /* NULL-terminated, for CT_ENUM (stored as the index) */
     bool secret;                /* masked by `config check` */
-    bool reloadable;            /* may change without a restart (no reload yet: documented) */
+    bool reloadable;            /* taken by a running daemon on SIGHUP (cfg_reload) */
     const char *help;
     /* Extra check of a string value (NULL: none); -1 with the problem in why. */
     int (*check)(const char *value, char *why, size_t whylen);

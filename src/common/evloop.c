@@ -1,4 +1,5 @@
-/* The event-loop scaffolding both daemons share: timers, jitter, pump interval, signals. */
+/* The event-loop scaffolding both daemons share: timers, jitter, pump interval, signals,
+ * the watchdog. */
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 #include <unistd.h>
 #include "warren/evloop.h"
 #include "warren/log.h"
+#include "warren/notify.h"
 
 /* libevent 2.1's event_base_free deletes every event still pending or active on the base
  * (evmap_delete_all_) before freeing it; it never frees an event itself. */
@@ -83,6 +85,7 @@ const char *evloop_signal_name(int sig)
     case SIGTERM: return "SIGTERM";
     case SIGINT: return "SIGINT";
     case SIGQUIT: return "SIGQUIT";
+    case SIGHUP: return "SIGHUP";
     default: return "signal";
     }
 }
@@ -98,19 +101,54 @@ static void on_signal(evutil_socket_t fd, short what, void *arg)
     s->fn(s->arg, step, evloop_signal_name(sig));
 }
 
+static void on_hup(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    evloop_signals_t *s = arg;
+    if (s->reload)
+        s->reload(s->arg);
+    else
+        log_kv(LOG_INFO, "SIGHUP ignored: nothing to reload", NULL);
+}
+
 int evloop_signals_init(evloop_signals_t *s, struct event_base *base, evloop_stop_fn fn, void *arg)
 {
     s->terms = 0;
     s->fn = fn;
+    s->reload = NULL;
     s->arg = arg;
     if (evsignal_assign(&s->term, base, SIGTERM, on_signal, s) != 0 ||
         evsignal_assign(&s->intr, base, SIGINT, on_signal, s) != 0 ||
-        evsignal_assign(&s->quit, base, SIGQUIT, on_signal, s) != 0)
+        evsignal_assign(&s->quit, base, SIGQUIT, on_signal, s) != 0 ||
+        evsignal_assign(&s->hup, base, SIGHUP, on_hup, s) != 0)
         return -1;
     return event_add(&s->term, NULL) == 0 && event_add(&s->intr, NULL) == 0 &&
-                   event_add(&s->quit, NULL) == 0
+                   event_add(&s->quit, NULL) == 0 && event_add(&s->hup, NULL) == 0
                ? 0
                : -1;
+}
+
+void evloop_signals_on_reload(evloop_signals_t *s, void (*fn)(void *arg))
+{
+    s->reload = fn;
+}
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    notify_watchdog();
+}
+
+int evloop_watchdog(struct event *ev, struct event_base *base)
+{
+    int64_t ms = notify_watchdog_interval_ms();
+    if (ms <= 0)
+        return 0;
+    notify_watchdog(); /* the first now: the interval counts from the start */
+    return evloop_every(ev, base, ms, on_watchdog, NULL);
 }
 
 static const char *exit_message;

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include "warren/db.h"
 #include "warren/log.h"
+#include "warren/paths.h"
 #include "warren/utf8.h"
-#include "warren/version.h"
 #include "db/db_internal.h"
 #include "db/sql_split.h"
 
@@ -68,10 +68,7 @@ const char *db_schema_dir(void)
     const char *env = getenv("WARREN_SCHEMA_DIR");
     if (env && *env)
         return env;
-    struct stat st;
-    if (stat(WARREN_SOURCE_DIR "/schema", &st) == 0 && S_ISDIR(st.st_mode))
-        return WARREN_SOURCE_DIR "/schema";
-    return WARREN_DATADIR "/schema";
+    return paths_schema_dir();
 }
 
 /* "NNN_anything.sql" -> true with the digit prefix in version. */

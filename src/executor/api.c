@@ -310,10 +310,50 @@ int api_start(executor_t *x)
     return gauges_start(x);
 }
 
+int api_keys_prepare(executor_t *x, const warren_config_t *loaded, char *err, size_t errlen)
+{
+    api_keys_free(&x->keys_next);
+    if (!x->api)
+        return 0;
+    if (api_keys_load(&x->keys_next, loaded, err, errlen) != 0)
+        return -1;
+    if (x->keys_next.n == 0 && !loopback_only(x->cfg->api.listen)) {
+        api_keys_free(&x->keys_next);
+        snprintf(err, errlen,
+                 "api.listen %s is not a loopback address and the new configuration names no API "
+                 "key (api.keys, api.keys_file)",
+                 x->cfg->api.listen);
+        return -1;
+    }
+    return 0;
+}
+
+void api_keys_take(executor_t *x)
+{
+    if (!x->api)
+        return;
+    api_keys_free(&x->keys);
+    x->keys = x->keys_next;
+    x->keys_next = (api_keys_t){0};
+    char n[16], names[1024] = "";
+    size_t o = 0;
+    for (size_t i = 0; i < x->keys.n && o < sizeof names; i++)
+        o += (size_t)snprintf(names + o, sizeof names - o, "%s%s:%s", i ? "," : "",
+                              x->keys.keys[i].name, api_scope_name(x->keys.keys[i].scope));
+    snprintf(n, sizeof n, "%zu", x->keys.n);
+    log_kv(LOG_INFO, "api keys reloaded", "keys", n, "names", names, "auth_reads",
+           x->cfg->api.auth_reads ? "true" : "false", NULL);
+    if (x->keys.n == 0)
+        log_kv(LOG_WARN,
+               "no API keys configured: anyone who can reach api.listen may submit and cancel",
+               "listen", x->cfg->api.listen, NULL);
+}
+
 void api_stop(executor_t *x)
 {
     http_free(x->api);
     x->api = NULL;
     api_keys_free(&x->keys);
+    api_keys_free(&x->keys_next);
     metrics_free(&x->metrics);
 }

@@ -36,6 +36,15 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     return c->queue && c->mq ? 0 : -1;
 }
 
+void consumer_reconfigure(consumer_t *c, const warren_config_t *cfg)
+{
+    if (!c->mq)
+        return; /* never set up */
+    int ms = cfg->executor.dlq_retry_delay_ms;
+    c->retry_backoff.base_ms = ms > 0 ? ms : 1000;
+    mq_reconfigure(c->mq, cfg);
+}
+
 static void free_batch(consumer_t *c, size_t from)
 {
     for (size_t i = from; i < c->n; i++)

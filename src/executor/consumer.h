@@ -96,6 +96,9 @@ typedef struct consumer_opts {
  * and may also be given a zeroed consumer_t that was never set up. */
 int consumer_init(consumer_t *c, const consumer_opts_t *o) WARN_UNUSED;
 void consumer_free(consumer_t *c);
+/* A reload: the retry delay (executor.dlq_retry_delay_ms) and the breaker's limits from cfg;
+ * a retry already waiting keeps its time. Nothing for a consumer never set up. */
+void consumer_reconfigure(consumer_t *c, const warren_config_t *cfg);
 /* Subscribe (connecting if needed) and watch the socket; -1 with err when it cannot. */
 int consumer_start(consumer_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* From the pump timer: heartbeats, deliveries the library buffered, resubscribing when lost. */

@@ -7,6 +7,8 @@
 #include "executor/identity.h"
 #include "warren/db.h"
 #include "warren/log.h"
+#include "warren/notify.h"
+#include "warren/reload.h"
 #include "warren/topology.h"
 
 #define STATS_INTERVAL_S 30
@@ -143,6 +145,7 @@ static void on_stats(evutil_socket_t fd, short what, void *arg)
 static void drain(executor_t *x)
 {
     x->draining = true;
+    notify_stopping("draining: no new claims; finishing the batches in hand");
     log_kv(LOG_INFO, "draining: no new claims; finishing the batches in hand", NULL);
     evtimer_del(&x->sched_ev);
     evtimer_del(&x->monitor_ev);
@@ -174,6 +177,38 @@ static void on_stop(void *arg, evloop_stop_t step, const char *signal_name)
                                    : "second signal: exiting without finishing",
            "signal", signal_name, NULL);
     _exit(EXIT_RUNTIME);
+}
+
+/* SIGHUP: the reloadable keys the loop does not read afresh at each use. */
+static void apply_reload(void *arg, const cfg_diff_t *d)
+{
+    executor_t *x = arg;
+    if (cfg_diff_reloads(d, "executor.monitor_interval_s")) {
+        int64_t s = x->cfg->executor.monitor_interval_s; /* 0: off */
+        evtimer_del(&x->monitor_ev);
+        if (s > 0 && evloop_every(&x->monitor_ev, x->base, s * 1000, on_monitor, x) != 0)
+            log_kv(LOG_ERROR, "cannot restart the timeout monitor's timer", NULL);
+    }
+    consumer_t *all[] = {&x->results, &x->heartbeats, &x->dlq, &x->parked};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        consumer_reconfigure(all[i], x->cfg);
+    mq_reconfigure(x->pub, x->cfg);
+    api_keys_take(x);
+}
+
+static int prepare_reload(void *arg, const warren_config_t *loaded, char *err, size_t errlen)
+{
+    return api_keys_prepare(arg, loaded, err, errlen);
+}
+
+static void on_reload(void *arg)
+{
+    executor_t *x = arg;
+    const reload_hooks_t hooks = {.prepare = prepare_reload, .apply = apply_reload, .arg = x};
+    if (x->draining) /* the loop is about to end: nothing would use it */
+        log_kv(LOG_INFO, "SIGHUP ignored: draining", NULL);
+    else
+        (void)reload_config(x->cfg, &hooks);
 }
 
 /* ---- start-up ---- */
@@ -278,9 +313,11 @@ static int setup_events(executor_t *x)
               evloop_every(&x->stats_ev, x->base, STATS_INTERVAL_S * 1000, on_stats, x) == 0 &&
               (monitor_s == 0 ||
                evloop_every(&x->monitor_ev, x->base, monitor_s * 1000, on_monitor, x) == 0) &&
-              evloop_signals_init(&x->signals, x->base, on_stop, x) == 0;
+              evloop_signals_init(&x->signals, x->base, on_stop, x) == 0 &&
+              evloop_watchdog(&x->watchdog_ev, x->base) == 0;
     if (!ok)
         log_kv(LOG_ERROR, "cannot set up the event loop", NULL);
+    evloop_signals_on_reload(&x->signals, on_reload);
     return ok ? 0 : -1;
 }
 
@@ -291,12 +328,14 @@ static int start(executor_t *x)
         log_kv(LOG_ERROR, "cannot create the event loop", NULL);
         return -1;
     }
+    notify_status("connecting to PostgreSQL");
     if (dbc_init(&x->db, x->cfg->database.url, x->cfg->database.connect_timeout_s) != 0)
         return -1;
     dbc_set_statement_timeout(&x->db, x->cfg->database.statement_timeout_ms);
     PGconn *db = dbc_get(&x->db);
     if (!db || check_migrations(db) != 0)
         return -1;
+    notify_status("connecting to RabbitMQ and subscribing to the executor's queues");
     if (connect_broker(x) != 0)
         return -1;
     sched_init(&x->sched, x->cfg, &x->db, x->pub, &x->stats);
@@ -335,7 +374,7 @@ static int set_identity(const warren_config_t *cfg)
     return 0;
 }
 
-int executor_run(const warren_config_t *cfg)
+int executor_run(warren_config_t *cfg)
 {
     if (set_identity(cfg) != 0)
         return EXIT_RUNTIME;
@@ -345,6 +384,7 @@ int executor_run(const warren_config_t *cfg)
         return EXIT_RUNTIME;
     }
     x->cfg = cfg;
+    notify_init();
     int rc = EXIT_RUNTIME;
     if (start(x) == 0) {
         char batch[16];
@@ -353,6 +393,9 @@ int executor_run(const warren_config_t *cfg)
                cfg->rabbitmq.queues.heartbeats, "dead_letters",
                cfg->rabbitmq.dead_letter.enabled ? cfg->rabbitmq.dead_letter.queue : "(disabled)",
                "batch_size", batch, NULL);
+        /* Connected to both, schema current, every consumer subscribed. */
+        notify_ready("running: scheduling, applying results, registering workers, "
+                     "handling dead letters");
         event_base_dispatch(x->base);
         rc = EXIT_OK; /* a second signal or SIGQUIT never comes back here */
         log_stats(x);
@@ -360,5 +403,6 @@ int executor_run(const warren_config_t *cfg)
     }
     stop(x);
     free(x);
+    notify_close();
     return rc;
 }

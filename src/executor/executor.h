@@ -46,7 +46,7 @@ typedef struct executor_gauges {
 } executor_gauges_t;
 
 typedef struct executor {
-    const warren_config_t *cfg; /* borrowed; the one source of every setting */
+    warren_config_t *cfg; /* borrowed; the one source of every setting, reloaded on SIGHUP */
     struct event_base *base;
     dbconn_t db;
     mq_client_t *pub;                            /* dispatches; never consumes */
@@ -55,12 +55,13 @@ typedef struct executor {
     sched_t sched;
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
-    struct event pump_ev, monitor_ev, stats_ev;
+    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev;
     evloop_signals_t signals;
     bool draining;
     /* the HTTP API, health and metrics (api.c) */
     http_server_t *api;
     api_keys_t keys;
+    api_keys_t keys_next; /* read by a reload's prepare step, taken by its apply step */
     metrics_registry_t metrics;
     executor_gauges_t gauges;
     struct event gauges_ev;
@@ -108,6 +109,14 @@ int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **cha
  * -1 (logged) when keys or the address are wrong. */
 int api_start(executor_t *x) WARN_UNUSED;
 void api_stop(executor_t *x);
+/* api.c, SIGHUP: before anything changes, read the keys the loaded configuration names
+ * (api.keys, api.keys_file: the file's text may have changed with no key of the configuration)
+ * and check them as api_start does; -1 with the problem in err refuses the reload. Nothing
+ * while the API is off (api.listen needs a restart). */
+int api_keys_prepare(executor_t *x, const warren_config_t *loaded, char *err,
+                     size_t errlen) WARN_UNUSED;
+/* After the reload: the prepared keys replace the running ones; logs their number and names. */
+void api_keys_take(executor_t *x);
 
 /* cancel.c: POST /api/v1/executions/{id}/cancel; and from the monitor, the control message
  * again for every canceling execution whose worker is live and was told more than a monitor

@@ -469,6 +469,8 @@ static void publish(sched_t *s, sched_batch_t *b)
                                  .correlation_id = j->id_text,
                                  .type = msg_type_name(MSG_EXECUTION_REQUESTED),
                                  .execution_id = j->id_text,
+                                 .attempt = j->attempt,
+                                 .action_ref = j->action_ref,
                                  .mandatory = true};
         job_of[m++] = i;
     }

@@ -18,11 +18,17 @@ void breaker_init(breaker_t *b, const char *name, int failure_threshold, int suc
 {
     memset(b, 0, sizeof *b);
     b->name = name;
+    breaker_set_limits(b, failure_threshold, success_threshold, open_timeout_ms);
+    b->state = BREAKER_CLOSED;
+}
+
+void breaker_set_limits(breaker_t *b, int failure_threshold, int success_threshold,
+                        int64_t open_timeout_ms)
+{
     /* A threshold below 1 would open (or close) on nothing; treat it as 1. */
     b->failure_threshold = failure_threshold > 0 ? failure_threshold : 1;
     b->success_threshold = success_threshold > 0 ? success_threshold : 1;
     b->open_timeout_ms = open_timeout_ms > 0 ? open_timeout_ms : 0;
-    b->state = BREAKER_CLOSED;
 }
 
 /* Every state change goes through here so each one is logged exactly once. */

@@ -111,6 +111,25 @@ static int or_default(int v, int def)
     return v > 0 ? v : def;
 }
 
+static void set_breaker_limits(mq_client_t *c, const mq_options_t *o)
+{
+    c->opts.breaker_failure_threshold = or_default(o->breaker_failure_threshold, 5);
+    c->opts.breaker_success_threshold = or_default(o->breaker_success_threshold, 2);
+    c->opts.breaker_open_timeout_s = or_default(o->breaker_open_timeout_s, 30);
+    breaker_set_limits(&c->breaker, c->opts.breaker_failure_threshold,
+                       c->opts.breaker_success_threshold,
+                       (int64_t)c->opts.breaker_open_timeout_s * 1000);
+}
+
+void mq_reconfigure(mq_client_t *c, const warren_config_t *cfg)
+{
+    mq_options_t o;
+    if (!c)
+        return;
+    mq_options_from_config(&o, cfg, NULL);
+    set_breaker_limits(c, &o);
+}
+
 mq_client_t *mq_new(const mq_options_t *opts)
 {
     mq_client_t *c = calloc(1, sizeof *c);
@@ -134,13 +153,10 @@ mq_client_t *mq_new(const mq_options_t *opts)
     c->opts.prefetch = opts->prefetch > 0 ? opts->prefetch : 0;
     c->opts.connect_timeout_ms = or_default(opts->connect_timeout_ms, DEFAULT_TIMEOUT_MS);
     c->opts.publish_timeout_ms = or_default(opts->publish_timeout_ms, DEFAULT_TIMEOUT_MS);
-    c->opts.breaker_failure_threshold = or_default(opts->breaker_failure_threshold, 5);
-    c->opts.breaker_success_threshold = or_default(opts->breaker_success_threshold, 2);
-    c->opts.breaker_open_timeout_s = or_default(opts->breaker_open_timeout_s, 30);
     if (c->opts.max_body_bytes == 0)
         c->opts.max_body_bytes = MQ_DEFAULT_MAX_BODY_BYTES;
-    breaker_init(&c->breaker, "messaging", c->opts.breaker_failure_threshold,
-                 c->opts.breaker_success_threshold, (int64_t)c->opts.breaker_open_timeout_s * 1000);
+    breaker_init(&c->breaker, "messaging", 0, 0, 0);
+    set_breaker_limits(c, opts);
     backoff_init(&c->backoff, RECONNECT_BASE_MS, RECONNECT_CAP_MS);
     confirm_init(&c->confirms);
     c->consume_status = MQ_ERR_CONNECTION;

@@ -23,6 +23,13 @@ static void new_message_id(char *buf, size_t len)
              r[14], r[15]);
 }
 
+static amqp_table_entry_t text_header(const char *key, const char *value)
+{
+    return (amqp_table_entry_t){
+        .key = amqp_cstring_bytes(key),
+        .value = {.kind = AMQP_FIELD_KIND_UTF8, .value.bytes = amqp_cstring_bytes(value)}};
+}
+
 static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_id)
 {
     amqp_basic_properties_t p;
@@ -52,12 +59,20 @@ static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_i
         p._flags |= AMQP_BASIC_EXPIRATION_FLAG;
         p.expiration = amqp_cstring_bytes(expiration);
     }
-    amqp_table_entry_t header = {.key = amqp_cstring_bytes("execution_id")};
-    if (m->execution_id) {
-        header.value.kind = AMQP_FIELD_KIND_UTF8;
-        header.value.value.bytes = amqp_cstring_bytes(m->execution_id);
+    /* Headers name the execution for people browsing queues in the management UI. */
+    amqp_table_entry_t headers[3];
+    int n = 0;
+    if (m->execution_id)
+        headers[n++] = text_header("execution_id", m->execution_id);
+    if (m->attempt > 0)
+        headers[n++] = (amqp_table_entry_t){
+            .key = amqp_cstring_bytes("attempt"),
+            .value = {.kind = AMQP_FIELD_KIND_I32, .value.i32 = m->attempt}};
+    if (m->action_ref)
+        headers[n++] = text_header("action_ref", m->action_ref);
+    if (n > 0) {
         p._flags |= AMQP_BASIC_HEADERS_FLAG;
-        p.headers = (amqp_table_t){.num_entries = 1, .entries = &header};
+        p.headers = (amqp_table_t){.num_entries = n, .entries = headers};
     }
     amqp_bytes_t body = {.len = m->body_len, .bytes = (void *)m->body};
     amqp_bytes_t exchange = amqp_cstring_bytes(m->exchange ? m->exchange : "");

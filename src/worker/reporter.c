@@ -138,6 +138,7 @@ static mq_message_t message_of(const worker_t *w, const outbox_msg_t *m, char *i
         .correlation_id = id,
         .type = msg_type_name(m->type),
         .execution_id = id,
+        .attempt = m->attempt,
         .mandatory = true, /* unroutable means not delivered: retry, do not ack the dispatch */
     };
 }

@@ -779,6 +779,13 @@ static int runner_check_dir(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+void runner_set_limits(runner_t *r, const runner_opts_t *opts)
+{
+    r->max_output_bytes = opts->max_output_bytes;
+    r->kill_grace_s = opts->kill_grace_s > 0 ? opts->kill_grace_s : 0;
+    r->default_timeout_s = opts->default_timeout_s;
+}
+
 runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err, size_t errlen)
 {
     if (runner_check_dir(opts->handlers_dir, err, errlen) < 0)
@@ -792,10 +799,8 @@ runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *e
     }
     r->wake_fd = -1;
     r->base = base;
-    r->max_output_bytes = opts->max_output_bytes;
     r->stderr_tail_bytes = opts->stderr_tail_bytes;
-    r->kill_grace_s = opts->kill_grace_s > 0 ? opts->kill_grace_s : 0;
-    r->default_timeout_s = opts->default_timeout_s;
+    runner_set_limits(r, opts);
     r->guard.fd = -1;
     if (spawn_guard_start(&r->guard, err, errlen) < 0) {
         free(r);

@@ -85,6 +85,9 @@ typedef void (*runner_done_cb)(const runner_result_t *result, void *arg);
  * in err when it cannot start. The caller frees it with runner_free().
  */
 runner_t *runner_new(struct event_base *base, const runner_opts_t *opts, char *err, size_t errlen);
+/* A reload: max_output_bytes and default_timeout_s of opts for executions started from now on,
+ * kill_grace_s for every stop from now on. handlers_dir and stderr_tail_bytes stay. */
+void runner_set_limits(runner_t *r, const runner_opts_t *opts);
 /* Kills every running handler group with SIGKILL, reaps the processes and frees the runner.
  * done_cb is not called for those jobs. */
 void runner_free(runner_t *r);

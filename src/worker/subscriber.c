@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "warren/log.h"
+#include "warren/notify.h"
 #include "worker/worker_internal.h"
 
 enum { SUBSCRIBED = 0, RETRY, REFUSED };
@@ -80,11 +81,22 @@ static void on_subscribe(evutil_socket_t fd, short what, void *arg)
         snprintf(ms, sizeof ms, "%lld", (long long)(wait > delay ? wait : delay));
         log_kv(LOG_WARN, "cannot consume the worker queue; retrying", "worker", w->id, "queue",
                s->queue, "error", err, "retry_in_ms", ms, NULL);
+        if (s->kind->readiness) {
+            char status[ERRBUF_SIZE + 64];
+            snprintf(status, sizeof status, "waiting for RabbitMQ: cannot consume %s: %s", s->queue,
+                     err);
+            notify_status(status);
+        }
         subscriber_start_later(s, wait > delay ? wait : delay);
         return;
     }
     backoff_reset(&s->backoff);
     log_kv(LOG_INFO, s->kind->consuming_msg, "worker", w->id, "queue", s->queue, NULL);
+    if (s->kind->readiness) {
+        char status[300];
+        snprintf(status, sizeof status, "consuming %s", s->queue);
+        notify_ready(status); /* again after a resubscription: a no-op for the manager */
+    }
     if (s->kind->subscribed)
         s->kind->subscribed(w);
     subscriber_drain(s); /* frames read during the declarations are already buffered */
@@ -123,6 +135,8 @@ static void subscriber_ended(subscription_t *s, int status)
     log_kv(LOG_WARN, "consumer lost; subscribing again", "worker", w->id, "queue", s->queue,
            "reason", mq_status_name(status), "error", mq_last_error(s->client), "retry_in_ms", ms,
            NULL);
+    if (s->kind->readiness)
+        notify_status("consumer lost; subscribing again");
     subscriber_start_later(s, delay);
 }
 
@@ -224,6 +238,7 @@ static void dispatch_lost(worker_t *w, int status)
 const subscription_kind_t subscriber_dispatches = {
     .consuming_msg = "consuming dispatches",
     .while_draining = false, /* a drain cancels it: another incarnation takes new work */
+    .readiness = true,
     .declare = dispatch_declare,
     .deliver = intake_delivery,
     .subscribed = dispatch_subscribed,

@@ -7,6 +7,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 #include "warren/log.h"
+#include "warren/notify.h"
+#include "warren/reload.h"
 #include "warren/utf8.h"
 #include "warren/timestamp.h"
 #include "worker/worker_internal.h"
@@ -148,6 +150,7 @@ static void drain(worker_t *w, const char *signal_name)
     log_kv(LOG_INFO, "shutting down: no new dispatches, finishing running executions", "worker",
            w->id, "signal", signal_name, "running", running, "shutdown_timeout_s", timeout, NULL);
     w->phase = PHASE_DRAINING;
+    notify_stopping("draining: no new dispatches, finishing running executions");
     intake_requeue_held(w);
     reporter_heartbeat(w, "stopping"); /* the executor stops dispatching here */
     (void)evloop_arm(&w->ev_deadline, (int64_t)w->o.shutdown_timeout_s * 1000);
@@ -214,6 +217,57 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     worker_kick(arg);
 }
 
+static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *id)
+{
+    *o = (worker_opts_t){
+        .id = id,
+        .cfg = cfg,
+        .max_concurrency = cfg->worker.max_concurrency,
+        .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
+        .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
+        .runner = {.handlers_dir = cfg->worker.handlers_dir,
+                   .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
+                   .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
+                   .kill_grace_s = cfg->worker.kill_grace_s,
+                   .default_timeout_s = cfg->worker.default_timeout_s},
+    };
+}
+
+/* SIGHUP: hand the reloadable keys on to what copied them at start. */
+static void apply_reload(void *arg, const cfg_diff_t *d)
+{
+    worker_t *w = arg;
+    worker_opts_t o;
+    opts_from(&o, w->cfg, w->id);
+    w->o.shutdown_timeout_s = o.shutdown_timeout_s;
+    w->o.runner.max_output_bytes = o.runner.max_output_bytes;
+    w->o.runner.kill_grace_s = o.runner.kill_grace_s;
+    w->o.runner.default_timeout_s = o.runner.default_timeout_s;
+    runner_set_limits(w->runner, &w->o.runner);
+    mq_reconfigure(w->consumer, w->cfg);
+    mq_reconfigure(w->control_client, w->cfg);
+    mq_reconfigure(w->publisher, w->cfg);
+    if (cfg_diff_reloads(d, "worker.heartbeat_interval_s")) {
+        w->o.heartbeat_interval_s = o.heartbeat_interval_s;
+        event_del(&w->ev_heartbeat);
+        if (evloop_every(&w->ev_heartbeat, w->base, (int64_t)w->o.heartbeat_interval_s * 1000,
+                         on_heartbeat, w) != 0)
+            log_kv(LOG_ERROR, "cannot restart the heartbeat timer", "worker", w->id, NULL);
+        /* At once: the executor judges staleness by the interval the last heartbeat named. */
+        reporter_heartbeat(w, "online");
+    }
+}
+
+static void on_reload(void *arg)
+{
+    worker_t *w = arg;
+    const reload_hooks_t hooks = {.apply = apply_reload, .arg = w};
+    if (w->phase != PHASE_RUNNING) /* a drain's deadlines are set: a restart follows anyway */
+        log_kv(LOG_INFO, "SIGHUP ignored: draining", "worker", w->id, NULL);
+    else
+        (void)reload_config(w->cfg, &hooks);
+}
+
 static int setup_events(worker_t *w)
 {
     evtimer_assign(&w->ev_retry, w->base, on_kick, w);
@@ -228,8 +282,10 @@ static int setup_events(worker_t *w)
         evloop_every(&w->ev_heartbeat, w->base, (int64_t)w->o.heartbeat_interval_s * 1000,
                      on_heartbeat, w) != 0 ||
         evloop_every(&w->ev_stats, w->base, STATS_INTERVAL_S * 1000, on_stats, w) != 0 ||
-        evloop_signals_init(&w->signals, w->base, on_stop, w) != 0)
+        evloop_signals_init(&w->signals, w->base, on_stop, w) != 0 ||
+        evloop_watchdog(&w->ev_watchdog, w->base) != 0)
         return -1;
+    evloop_signals_on_reload(&w->signals, on_reload);
     return 0;
 }
 
@@ -237,8 +293,12 @@ static int setup_events(worker_t *w)
  * away does not: the worker keeps reconnecting. */
 static int setup_clients(worker_t *w, char *err, size_t errlen)
 {
+    /* The app_id (and connection name) names this worker, so a report or a connection in the
+     * management UI says which worker sent it. */
+    char app_id[sizeof w->id + 16];
+    snprintf(app_id, sizeof app_id, "warren-worker/%s", w->id);
     mq_options_t mo;
-    mq_options_from_config(&mo, w->o.cfg, "warren-worker");
+    mq_options_from_config(&mo, w->o.cfg, app_id);
     if (mq_check_options(&mo, err, errlen) != 0)
         return -1;
     mo.prefetch = w->o.max_concurrency; /* basic.qos on the consuming channels */
@@ -313,7 +373,8 @@ extern char **environ;
 
 /*
  * Once the configuration is loaded, the worker's WARREN__* variables (the broker URL holds a
- * password) are of no more use, and nothing should read them: they are unset, and their text
+ * password) are of no more use, and nothing should read them (a SIGHUP reload reads the copy
+ * the configuration took, cfg->env, like the rest of it): they are unset, and their text
  * in the initial environment is overwritten, since unsetenv only drops the pointer and
  * /proc/PID/environ shows that block. The process becomes non-dumpable, which closes
  * /proc/PID/{environ,mem} and ptrace to other processes of the same user (handlers included:
@@ -344,13 +405,14 @@ static void hide_secrets(void)
                n > k ? "out of memory" : strerror(errno), NULL);
 }
 
-static int run(const worker_opts_t *opts)
+static int run(const worker_opts_t *opts, warren_config_t *cfg)
 {
     char err[ERRBUF_SIZE] = "";
     hide_secrets();
     worker_t *w = calloc(1, sizeof *w);
     if (!w)
         return EXIT_RUNTIME;
+    w->cfg = cfg;
     int rc = EXIT_RUNTIME;
     if (setup(w, opts, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "worker cannot start", "worker", opts->id, "error", err, NULL);
@@ -360,6 +422,9 @@ static int run(const worker_opts_t *opts)
         log_kv(LOG_INFO, "worker starting", "worker", w->id, "incarnation", w->incarnation, "queue",
                w->queue, "max_concurrency", n, "handlers_dir", opts->runner.handlers_dir, "host",
                w->host, NULL);
+        char status[300];
+        snprintf(status, sizeof status, "subscribing to %s", w->queue);
+        notify_status(status);
         subscriber_start_later(&w->dispatch, 0);
         subscriber_start_later(&w->control, 0);
         if (w->phase != PHASE_DONE)
@@ -371,25 +436,12 @@ static int run(const worker_opts_t *opts)
     return rc;
 }
 
-static void opts_from(worker_opts_t *o, const warren_config_t *cfg, const char *id)
-{
-    *o = (worker_opts_t){
-        .id = id,
-        .cfg = cfg,
-        .max_concurrency = cfg->worker.max_concurrency,
-        .heartbeat_interval_s = cfg->worker.heartbeat_interval_s,
-        .shutdown_timeout_s = cfg->worker.shutdown_timeout_s,
-        .runner = {.handlers_dir = cfg->worker.handlers_dir,
-                   .max_output_bytes = (size_t)cfg->worker.max_output_bytes,
-                   .stderr_tail_bytes = WORKER_STDERR_TAIL_BYTES,
-                   .kill_grace_s = cfg->worker.kill_grace_s,
-                   .default_timeout_s = cfg->worker.default_timeout_s},
-    };
-}
-
-int worker_run(const warren_config_t *cfg, const char *id)
+int worker_run(warren_config_t *cfg, const char *id)
 {
     worker_opts_t o;
     opts_from(&o, cfg, id);
-    return run(&o);
+    notify_init();
+    int rc = run(&o, cfg);
+    notify_close();
+    return rc;
 }

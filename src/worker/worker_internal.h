@@ -28,6 +28,7 @@ typedef struct worker worker_t;
 typedef struct subscription_kind {
     const char *consuming_msg; /* logged at each subscription */
     bool while_draining;       /* keeps consuming, and subscribing again, during a drain */
+    bool readiness; /* its subscriptions and losses are the worker's readiness (notify.h) */
     /* Declare what the queue needs on c: 0, or -1 with the reason in err, and *fatal set when
      * retrying cannot help (the broker refused: an operator has to act). */
     int (*declare)(worker_t *w, mq_client_t *c, char *err, size_t errlen, bool *fatal);
@@ -83,6 +84,7 @@ typedef struct handler_hist {
 
 struct worker {
     worker_opts_t o;
+    warren_config_t *cfg; /* what o came from (o.cfg), borrowed: SIGHUP reloads it */
     char id[WORKER_ID_MAX + 1];
     char queue[256];
     char host[256];
@@ -108,7 +110,7 @@ struct worker {
     struct event ev_kick;  /* worker_kick_soon: once per loop iteration */
     bool kicking, kick_again;
     /* timers and signals */
-    struct event ev_pump, ev_heartbeat, ev_stats, ev_deadline;
+    struct event ev_pump, ev_heartbeat, ev_stats, ev_deadline, ev_watchdog;
     evloop_signals_t signals;
     bool terminated;         /* the drain deadline passed: handlers were told to stop */
     bool heartbeats_failing; /* the last heartbeat was not published */

@@ -38,7 +38,9 @@ log "first run applies every file, in order"
 migrate
 assert_eq 0 "$RC" "first migrate: $OUT"
 for f in "${FILES[@]}"; do assert_contains "$OUT" "applied $f" "first migrate"; done
-assert_contains "$OUT" "applied ${#FILES[@]} migrations from $SCHEMA"
+# The build tree's binary reads build/schema, its link to the checkout's schema/ (paths.h).
+assert_contains "$OUT" "applied ${#FILES[@]} migrations from $WARREN_BUILD_DIR/schema"
+assert_eq "$SCHEMA" "$(readlink -f "$WARREN_BUILD_DIR/schema")" "build/schema is the checkout's"
 assert_eq "${#FILES[@]}" "$(psql_q 'SELECT count(*) FROM warren_migrations')" "recorded migrations"
 assert_eq "${FILES[0]}" "$(psql_q "SELECT filename FROM warren_migrations ORDER BY version LIMIT 1")"
 assert_eq "$(sha256sum "$SCHEMA/${FILES[0]}" | cut -d' ' -f1)" \

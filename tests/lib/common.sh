@@ -255,6 +255,26 @@ wait_log() {
     try_until "${3:-30}" grep -qE -- "$2" "$log" || fail "no line matching '$2' in $log within ${3:-30}s"
 }
 
+# log_since NAME PATTERN: the lines of NAME's log from the last one matching PATTERN (grep -E) on,
+# that line included; nothing when none matches. For "after the reload, ..." assertions.
+log_since() {
+    awk -v re="$2" '$0 ~ re { n = NR; delete kept } n { kept[NR] = $0 }
+        END { for (i = n; n && i <= NR; i++) print kept[i] }' "$(bg_log "$1")"
+}
+
+# sighup NAME PID REGEX [TIMEOUT_S]: send SIGHUP to PID, wait for one more line matching REGEX
+# (grep -E) in NAME's log than there was, and set LOG_LINE to the last such line (not in $(...):
+# a failure must end the test).
+sighup() {
+    local log n
+    log=$(bg_log "$1")
+    n=$(grep -cE -- "$3" "$log") || true
+    kill -HUP "$2"
+    try_until "${4:-30}" "[ \$(grep -cE -- '$3' '$log') -gt $n ]" ||
+        fail "no new line matching '$3' in $log within ${4:-30}s of SIGHUP"
+    LOG_LINE=$(grep -E -- "$3" "$log" | tail -n 1)
+}
+
 # bg_stop PID [TIMEOUT_S] [SIGNAL]: signal (TERM), wait, then KILL; returns the process's exit status,
 # so check it with `rc=0; bg_stop "$pid" || rc=$?`.
 bg_stop() {

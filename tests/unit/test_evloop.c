@@ -1,4 +1,5 @@
-/* The loop scaffolding: ms to timeval, pump interval, jitter bounds and seeding, graded signals. */
+/* The loop scaffolding: ms to timeval, pump interval, jitter bounds and seeding, graded signals,
+ * SIGHUP. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -165,6 +166,35 @@ static void test_graded_signals(void **state)
     evloop_base_free(base);
 }
 
+static void count_reload(void *arg)
+{
+    ((seen_t *)arg)->n++;
+}
+
+/* SIGHUP never ends the process: ignored until a reload function is set, then it calls it,
+ * and it counts as no stop step. */
+static void test_sighup_reloads(void **state)
+{
+    (void)state;
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    evloop_signals_t sig;
+    seen_t seen = {.n = 0};
+    assert_int_equal(evloop_signals_init(&sig, base, record, &seen), 0);
+    raise(SIGHUP); /* the default action would end the test */
+    for (int i = 0; i < 20; i++)
+        event_base_loop(base, EVLOOP_NONBLOCK);
+    assert_int_equal(seen.n, 0);
+    evloop_signals_on_reload(&sig, count_reload);
+    deliver(base, &seen, SIGHUP);
+    deliver(base, &seen, SIGHUP);
+    assert_int_equal(seen.n, 2);
+    deliver(base, &seen, SIGTERM); /* still the first stop signal: drain */
+    assert_int_equal(seen.steps[2], EVLOOP_DRAIN);
+    assert_string_equal(evloop_signal_name(SIGHUP), "SIGHUP");
+    evloop_base_free(base);
+}
+
 static void on_nothing(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
@@ -233,6 +263,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_jitter_bounds),
         cmocka_unit_test(test_seeded_per_process),
         cmocka_unit_test(test_graded_signals),
+        cmocka_unit_test(test_sighup_reloads),
         cmocka_unit_test(test_exit_on_next),
         cmocka_unit_test(test_base_free_removes_embedded),
     };
