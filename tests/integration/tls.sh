@@ -158,14 +158,14 @@ assert_eq '{"over": "tls"}' "$(exec_field "$id" result)" "result of the executio
 assert_eq "$w|1" "$(exec_field "$id" "worker, attempt")" "worker and attempt"
 wait_until 30 "[ \"\$(exec_field $big_id status)\" = completed ]"
 assert_eq "300000" "$(exec_field "$big_id" "length(result->>'big')")" "the large result"
-# Every connection of the executor and the worker is a TLS one (the management API lists them
-# within its statistics interval).
+# Every connection of the executor and the worker (named warren-worker/ID) is a TLS one (the
+# management API lists them within its statistics interval).
 tls_conns() {
-    mgmt_get connections | jq -r '[.[] | select(.client_properties.connection_name as $n
-        | $n == "warren-executor" or $n == "warren-worker") | "\(.client_properties.connection_name) \(.ssl)"]
+    mgmt_get connections | jq -r --arg w "warren-worker/$w" '[.[] | select(.client_properties.connection_name as $n
+        | $n == "warren-executor" or $n == $w) | "\(.client_properties.connection_name) \(.ssl)"]
         | sort | unique | join(",")'
 }
-wait_until 15 '[ "$(tls_conns)" = "warren-executor true,warren-worker true" ]'
+wait_until 15 '[ "$(tls_conns)" = "warren-executor true,warren-worker/'"$w"' true" ]'
 stop_worker worker "$BG_PID"
 exec_stop "$EXEC_PID" ex
 assert_not_contains "$(cat "$(bg_log ex)" "$(bg_log worker)")" "$WARREN_RABBIT_PASSWORD" "daemon logs"
