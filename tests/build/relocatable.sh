@@ -36,9 +36,16 @@ assert_eq "$prefix/libexec/warren/handlers" \
     "$(WARREN_BIN=$prefix/bin/warren conf_value worker.handlers_dir "$prefix/etc/warren/warren.conf")" \
     "the installed config leaves handlers_dir to the binary"
 
-# Read-only data of the binary: a compiled-in source path would be there.
-objcopy -O binary --only-section=.rodata "$prefix/bin/warren" "$TEST_TMP/rodata"
-if grep -aq "$WARREN_SOURCE_DIR" "$TEST_TMP/rodata"; then
-    fail "the binary's read-only data names the source tree $WARREN_SOURCE_DIR"
+# Read-only data of the binary: a compiled-in source path would be there. A sanitizer build
+# keeps every source file's path there for its reports (UBSan's source locations, which
+# -ffile-prefix-map does not rewrite), so the check belongs to the plain build only; the lookups
+# above ran in both.
+if grep -q '^WARREN_SANITIZE:BOOL=ON$' "$WARREN_BUILD_DIR/CMakeCache.txt"; then
+    echo "relocatable: sanitizer build, read-only data not checked"
+else
+    objcopy -O binary --only-section=.rodata "$prefix/bin/warren" "$TEST_TMP/rodata"
+    if grep -aqF "$WARREN_SOURCE_DIR" "$TEST_TMP/rodata"; then
+        fail "the binary's read-only data names the source tree $WARREN_SOURCE_DIR"
+    fi
 fi
 pass
