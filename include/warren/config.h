@@ -67,6 +67,7 @@ typedef struct warren_config {
     } log; /* log_level_t, log_format_t */
     struct {
         int poll_interval_ms;          /* scheduler tick when idle */
+        bool listen_notify;            /* claim when the database announces new work */
         int batch_size;                /* executions claimed / results applied per round trip */
         int scheduled_timeout_s;       /* scheduled longer than this -> failed */
         int unconfirmed_timeout_ms;    /* scheduled, dispatch unconfirmed this long -> requested */

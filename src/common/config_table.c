@@ -114,7 +114,12 @@ const cfg_key_t cfg_table[] = {
            "auto: JSON when stderr is not a terminal, text otherwise"),
 
     R_INT("executor.poll_interval_ms", executor.poll_interval_ms, "200", 10, 60000,
-          "Scheduler tick while idle"),
+          "Scheduler tick while idle: the fallback that finds work nothing announced (with "
+          "listen_notify, work is claimed when it is inserted and when a result frees a slot)"),
+    BOOL("executor.listen_notify", executor.listen_notify, "true",
+         "LISTEN on a second database connection for new executions (schema 012) and claim "
+         "them at once; off behind a pooler that does not pass notifications (pgbouncer in "
+         "transaction mode): the poll alone finds the work"),
     R_INT("executor.batch_size", executor.batch_size, "100", 1, 10000,
           "Executions claimed, or results applied, per database round trip"),
     R_INT("executor.scheduled_timeout_s", executor.scheduled_timeout_s, "600", 1, 30 * 86400,

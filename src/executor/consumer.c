@@ -26,6 +26,8 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     c->stats = o->stats;
     c->declare = o->declare;
     c->declare_arg = o->declare_arg;
+    c->committed = o->committed;
+    c->committed_arg = o->committed_arg;
     c->fd = -1;
     c->gaps = 1; /* not heard before the first subscription */
     c->fault_oom_pending = fault_armed("hold_oom_once"); /* tests only */
@@ -232,6 +234,8 @@ static dbc_result_t run_handler(consumer_t *c, const consumer_handler_t *h, size
     dbc_result_t res = dbc_transaction(c->db, h->what, run_work, &r);
     if (res == DBC_OK) {
         stats_merge(c->stats, &r.b.counts);
+        if (c->committed)
+            c->committed(c->committed_arg, &r.b.counts);
         for (size_t i = 0; h->log_item && i < n; i++)
             h->log_item(items + i * h->item_size, c->queue);
     }

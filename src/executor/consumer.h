@@ -70,6 +70,8 @@ typedef struct consumer {
     int64_t next_subscribe_log_ms;
     int (*declare)(mq_client_t *mq, const void *arg, char *err, size_t errlen);
     const void *declare_arg;
+    void (*committed)(void *arg, const executor_stats_t *counts);
+    void *committed_arg;
     uint64_t gaps; /* times it stopped hearing: subscription lost, batch kept for a retry */
     bool fault_oom_pending; /* WARREN_FAULT=hold_oom_once: the first delivery is not held */
 } consumer_t;
@@ -90,6 +92,10 @@ typedef struct consumer_opts {
      * nothing. 0, or -1 with err. */
     int (*declare)(mq_client_t *mq, const void *arg, char *err, size_t errlen);
     const void *declare_arg;
+    /* After each COMMIT of a batch, with what it did (before its log lines); NULL: nothing.
+     * The results queue's tells the scheduler that slots may have freed. */
+    void (*committed)(void *arg, const executor_stats_t *counts);
+    void *committed_arg;
 } consumer_opts_t;
 
 /* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker

@@ -37,6 +37,11 @@ static void drop(dbconn_t *d)
     d->next_try_ms = now_mono_ms() + delay;
 }
 
+void dbc_lost(dbconn_t *d)
+{
+    drop(d);
+}
+
 static int simple(PGconn *db, const char *sql, char *err, size_t errlen)
 {
     return db_exec(db, sql, 0, NULL, NULL, err, errlen);

@@ -33,6 +33,10 @@ void dbc_set_statement_timeout(dbconn_t *d, int timeout_ms);
 /* The connection, reconnecting when allowed; NULL while the database is unavailable. */
 PGconn *dbc_get(dbconn_t *d);
 
+/* The caller saw the connection fail outside a unit of work (a socket it watches for
+ * notifications): close it; dbc_get reconnects after the backoff. */
+void dbc_lost(dbconn_t *d);
+
 /* The work of one transaction: statements on db; 0 to commit, -1 (err filled) to roll back. */
 typedef int (*dbc_work_fn)(PGconn *db, void *arg, char *err, size_t errlen);
 

@@ -26,6 +26,25 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->cfg->executor.poll_interval_ms);
 }
 
+/* Work arrived (a notification) or slots may have freed (results applied): claim now rather
+ * than at the next poll. Ticks already due at once stay so; a blocked scheduler (breaker open,
+ * database down) answers the early tick at no cost and re-arms its poll. */
+static void wake_scheduler(void *arg)
+{
+    executor_t *x = arg;
+    if (!x->draining)
+        (void)evloop_arm(&x->sched_ev, 0);
+}
+
+/* After a results or dead-letter batch commits: a terminal result, a failed dispatch or a
+ * completion that could not be applied each end an attempt that held a worker's slot. */
+static void on_committed(void *arg, const executor_stats_t *counts)
+{
+    if (counts->results_applied > 0 || counts->results_unprocessable > 0 ||
+        counts->dlq_failed_executions > 0)
+        wake_scheduler(arg);
+}
+
 size_t executor_consumers(executor_t *x, consumer_t *out[EXECUTOR_MAX_CONSUMERS])
 {
     size_t n = 0;
@@ -85,12 +104,16 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
         log_kv(LOG_DEBUG, "publisher reconnected", NULL);
     if (x->draining)
         return;
+    listener_check(&x->listener);
     each_consumer(x, consumer_pump);
     (void)executor_hearing(x); /* the scheduler's live workers count from it too */
-    /* The database is back: batches kept for a retry go now, not after their backoff. */
+    /* The database is back: batches kept for a retry go now, not after their backoff, and the
+     * scheduler claims what was announced while it could not (a wake that found the database
+     * down waits for the poll). */
     if (x->db.reconnects != x->db_reconnects_seen && x->db.conn) {
         x->db_reconnects_seen = x->db.reconnects;
         each_consumer(x, consumer_retry_now);
+        wake_scheduler(x);
     }
 }
 
@@ -149,6 +172,7 @@ static void drain(executor_t *x)
     log_kv(LOG_INFO, "draining: no new claims; finishing the batches in hand", NULL);
     evtimer_del(&x->sched_ev);
     evtimer_del(&x->monitor_ev);
+    listener_stop(&x->listener);
     each_consumer(x, consumer_finish);
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
@@ -242,6 +266,7 @@ static int declare_common(mq_client_t *mq, const void *arg, char *err, size_t er
 static int start_consumer(executor_t *x, consumer_t *c, const char *name, const char *queue,
                           const consumer_handler_t *handler, const mq_options_t *o)
 {
+    bool frees_slots = handler == &results_handler || handler == &dlq_handler;
     consumer_opts_t co = {.name = name,
                           .queue = queue,
                           .mq = o,
@@ -252,7 +277,9 @@ static int start_consumer(executor_t *x, consumer_t *c, const char *name, const 
                           .db = &x->db,
                           .stats = &x->stats,
                           .declare = declare_common,
-                          .declare_arg = x->cfg};
+                          .declare_arg = x->cfg,
+                          .committed = frees_slots ? on_committed : NULL,
+                          .committed_arg = x};
     char err[ERRBUF_SIZE];
     if (consumer_init(c, &co) != 0) {
         log_kv(LOG_ERROR, "out of memory", NULL);
@@ -339,6 +366,13 @@ static int start(executor_t *x)
     if (connect_broker(x) != 0)
         return -1;
     sched_init(&x->sched, x->cfg, &x->db, x->pub, &x->stats);
+    if (x->cfg->executor.listen_notify &&
+        listener_init(&x->listener, x->base, x->cfg->database.url,
+                      x->cfg->database.connect_timeout_s, x->cfg->database.statement_timeout_ms,
+                      wake_scheduler, x) != 0) {
+        log_kv(LOG_ERROR, "out of memory", NULL);
+        return -1;
+    }
     x->loop_beat_ms = now_mono_ms();
     if (setup_events(x) != 0)
         return -1;
@@ -355,6 +389,7 @@ static void stop(executor_t *x)
     consumer_free(&x->parked);
     mq_destroy(x->pub);
     sched_free(&x->sched);
+    listener_free(&x->listener);
     dbc_free(&x->db);
     evloop_base_free(x->base);
 }

@@ -12,6 +12,7 @@
 #include "executor/api_keys.h"
 #include "executor/consumer.h"
 #include "executor/dbconn.h"
+#include "executor/listen.h"
 #include "executor/scheduler.h"
 #include "executor/stats.h"
 #include "warren/config.h"
@@ -53,6 +54,7 @@ typedef struct executor {
     consumer_t results, heartbeats, dlq, parked; /* parked: the parking queue's dead letters */
     executor_stats_t stats;
     sched_t sched;
+    listener_t listener; /* new work announced by the database (executor.listen_notify) */
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
     struct event pump_ev, monitor_ev, stats_ev, watchdog_ev;
