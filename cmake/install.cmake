@@ -1,7 +1,7 @@
 # What `cmake --install` puts where, the build tree's stand-in for it, and the Debian package
 # (`cpack`, see scripts/package). Included at the end of CMakeLists.txt. The layout under the
 # prefix, which include/warren/paths.h finds from the binary's own location:
-#   bin/warren
+#   bin/warren, bin/warren-worker (what `warren worker` execs: the worker without libpq)
 #   libexec/warren/handlers/     the executable handlers and the C handlers (*.so)
 #   share/warren/schema/         the numbered migrations
 #   etc/warren/warren.conf       (/etc/warren/warren.conf when the prefix is /usr)
@@ -35,7 +35,7 @@ foreach(src ${WARREN_EXEC_HANDLERS})
 endforeach()
 
 # ---- cmake --install ----------------------------------------------------------------------------
-install(TARGETS warren RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS warren warren-worker RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # (the C handlers install from their loop in CMakeLists.txt, into the same directory)
 install(PROGRAMS ${WARREN_EXEC_HANDLERS} DESTINATION ${WARREN_INSTALL_HANDLERSDIR})
 install(DIRECTORY schema/ DESTINATION ${WARREN_INSTALL_SCHEMADIR})

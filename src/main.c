@@ -10,7 +10,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"executor", cmd_executor, "run the executor: scheduler, results, dead-letter handler"},
-    {"worker", cmd_worker, "run a worker that executes handlers"},
+    {"worker", cmd_worker_exec, "run a worker that executes handlers"},
     {"submit", cmd_submit, "submit an execution"},
     {"get", cmd_get, "show one execution"},
     {"list", cmd_list, "list executions"},

@@ -15,5 +15,8 @@
 const char *paths_handlers_dir(void);
 /* The directory of numbered migrations (`warren migrate` without --dir). */
 const char *paths_schema_dir(void);
+/* warren-worker beside the running binary (built and installed next to it), or "" when the
+ * binary's location is unknown (no /proc); it may not exist. */
+const char *paths_worker_binary(void);
 
 #endif

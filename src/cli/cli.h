@@ -14,6 +14,9 @@ int cmd_migrate(int argc, char **argv);  /* migrate [-c FILE] */
 int cmd_topology(int argc, char **argv); /* topology declare|verify [-c FILE] */
 int cmd_executor(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
+/* `warren worker`: exec warren-worker (the same command without libpq) from beside this binary;
+ * cmd_worker here when there is none. */
+int cmd_worker_exec(int argc, char **argv);
 int cmd_submit(int argc, char **argv);
 int cmd_get(int argc, char **argv);
 int cmd_list(int argc, char **argv);

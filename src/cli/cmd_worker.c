@@ -1,9 +1,12 @@
 /* `warren worker [-c FILE] [--name ID]`: run a worker (docs/worker.md). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "warren/log.h"
+#include "warren/paths.h"
 #include "warren/ids.h"
 #include "warren/worker.h"
 
@@ -79,4 +82,20 @@ int cmd_worker(int argc, char **argv)
     rc = worker_run(&cfg, id);
     cfg_free(&cfg);
     return rc;
+}
+
+/* A worker never talks to PostgreSQL, yet the warren binary loads libpq and, with it, GnuTLS,
+ * p11-kit, Kerberos and LDAP: about 3 MiB resident per worker. warren-worker is the same command
+ * linked without them; exec'd, it keeps this process's id, so a service manager, a signal or a
+ * test that holds the pid still has the worker. */
+int cmd_worker_exec(int argc, char **argv)
+{
+    const char *bin = paths_worker_binary();
+    if (bin[0] && access(bin, X_OK) == 0) {
+        argv[0] = (char *)"warren-worker";
+        execv(bin, argv);
+        fprintf(stderr, "warren worker: cannot run %s (%s); running in this process\n", bin,
+                strerror(errno));
+    }
+    return cmd_worker(argc, argv);
 }

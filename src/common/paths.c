@@ -11,7 +11,7 @@
 
 #define BUILD_TREE_MARKER "warren-build-tree"
 
-static char handlers_dir[PATH_MAX], schema_dir[PATH_MAX];
+static char handlers_dir[PATH_MAX], schema_dir[PATH_MAX], worker_binary[PATH_MAX];
 static pthread_once_t located = PTHREAD_ONCE_INIT;
 
 /* base + "/" + rel, or rel alone when the install directory was given as an absolute path. */
@@ -48,6 +48,9 @@ static void locate(void)
     char *slash = strrchr(dir, '/');
     if (slash)
         *(slash == dir ? slash + 1 : slash) = '\0';
+    if ((size_t)snprintf(worker_binary, sizeof worker_binary, "%s/warren-worker", dir) >=
+        sizeof worker_binary)
+        worker_binary[0] = '\0'; /* too long to exec: run in-process */
     snprintf(marker, sizeof marker, "%s/%s", dir, BUILD_TREE_MARKER);
     struct stat st;
     if (stat(marker, &st) == 0) {
@@ -72,4 +75,10 @@ const char *paths_schema_dir(void)
 {
     pthread_once(&located, locate);
     return schema_dir;
+}
+
+const char *paths_worker_binary(void)
+{
+    pthread_once(&located, locate);
+    return worker_binary;
 }

@@ -48,24 +48,31 @@ for m in "${modules[@]}"; do
 done
 
 # Public headers stand alone, and cross a boundary: two modules or more include each
-# (handler.h: the worker and third-party handlers).
+# (handler.h: the worker and third-party handlers). Each compiles alone with the flags of the
+# first module that uses it (common for handler.h), so warren/db.h sees libpq's headers, which
+# only the modules linking libpq have on their path.
 for h in "$src"/include/warren/*.h "$src"/include/warren/*.h.in; do
     [ -e "$h" ] || continue
     name=$(basename "$h" .in)
-    compile common "#include \"warren/$name\"" || fail "warren/$name does not compile alone: $(cat "$tmp/out")"
-    [ "$name" = handler.h ] && continue
     users=$(grep -rlE "^#include \"warren/$name\"" "$src/src" |
-        sed -E "s#^$src/src/##; s#^main\\.c\$#cli/#; s#/.*##" | sort -u | paste -sd' ')
+        sed -E "s#^$src/src/##; s#^(worker_)?main\\.c\$#cli/#; s#/.*##" | sort -u | paste -sd' ')
+    first=common
+    for m in "${modules[@]}"; do
+        [[ " $users " == *" $m "* ]] && { first=$m; break; }
+    done
+    compile "$first" "#include \"warren/$name\"" || fail "warren/$name does not compile alone: $(cat "$tmp/out")"
+    [ "$name" = handler.h ] && continue
     [ "$(wc -w <<<"$users")" -ge 2 ] ||
         fail "include/warren/$name is included by ${users:-no module} only: move it into that module"
 done
 
-# By path: a module's files include "warren/..." or "MODULE/..." (main.c: the CLI's), and
+# By path: a module's files include "warren/..." or "MODULE/..." (main.c, worker_main.c: the
+# CLI's), and
 # public headers only "warren/...". No "../" escapes.
 while IFS=: read -r file line; do
     rel=${file#"$src/"}
     case "$rel" in
-        src/main.c) own=cli ;;
+        src/main.c | src/worker_main.c) own=cli ;;
         src/*) own=${rel#src/}; own=${own%%/*} ;;
         include/*) own=warren ;;
     esac

@@ -26,6 +26,7 @@ cmake --install "$WARREN_BUILD_DIR" --prefix "$TEST_TMP/first" >"$TEST_TMP/insta
 mv "$TEST_TMP/first" "$TEST_TMP/moved"
 prefix=$TEST_TMP/moved
 assert_eq "$prefix/libexec/warren/handlers" "$(handlers_of "$prefix/bin/warren")" "handlers of a moved install"
+[ -x "$prefix/bin/warren-worker" ] || fail "warren-worker not installed beside warren"
 for h in core.echo core.sleep core.fail example_upper.so; do
     [ -f "$prefix/libexec/warren/handlers/$h" ] || fail "$h not installed"
 done

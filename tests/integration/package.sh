@@ -41,7 +41,7 @@ for d in adduser librabbitmq4 libpq5 libjson-c5 libevent-2.1-7 libconfig9; do
 done
 assert_eq /etc/warren/warren.conf "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)" "conffiles"
 files=$(dpkg-deb -c "$deb" | awk '{print $6}')
-for f in ./usr/bin/warren ./usr/libexec/warren/handlers/core.echo ./usr/libexec/warren/handlers/example_upper.so \
+for f in ./usr/bin/warren ./usr/bin/warren-worker ./usr/libexec/warren/handlers/core.echo ./usr/libexec/warren/handlers/example_upper.so \
     ./usr/share/warren/schema/001_init.sql ./etc/warren/warren.conf ./usr/include/warren/handler.h \
     ./usr/share/pkgconfig/warren-handler.pc ./usr/share/doc/warren/README.md \
     ./usr/lib/systemd/system/warren-executor.service ./usr/lib/systemd/system/warren-worker@.service \
