@@ -78,7 +78,7 @@ LANGUAGE sql STABLE AS $$
                                  THEN d.headers -> 'x-death' END, '[]'),
         'headers', d.headers,
         'body_text', d.body_text,
-        'body_base64', encode(d.body, 'base64'),
+        'body_base64', translate(encode(d.body, 'base64'), E'\n', ''),
         'stderr_tail', (SELECT e.outcome -> 'stderr_tail' FROM executions e
                         WHERE e.id = d.execution_id),
         'retry_delays', CASE WHEN d.execution_id IS NULL THEN '[]'::jsonb

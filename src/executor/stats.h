@@ -36,6 +36,7 @@
     X(poison_stored)          /* unreadable messages kept as dead_letters rows */                  \
     X(results_after_cancel)   /* reports that arrived after a cancel, kept in the history */       \
     X(cancels_requested)      /* cancels applied (requested/scheduled/running) */                  \
+    X(dead_letters_redriven)  /* dead letters redriven (a new attempt of their execution) */       \
     X(cancel_messages)        /* control messages confirmed to a worker */                         \
     X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
 
