@@ -78,6 +78,16 @@ typedef struct warren_config {
         int worker_identity;           /* ident_mode_t: 0 shared, 1 per_worker */
     } executor;
     struct {
+        int interval_s;  /* period of the staleness detector; 0 disables it */
+        int requested_s; /* thresholds per status; 0: never stale in that status */
+        int scheduled_s;
+        int running_s;
+        int warning_pct;           /* warn from this percentage of a threshold on */
+        char *requested_by_action; /* "action=seconds,..." overrides per action */
+        char *scheduled_by_action;
+        char *running_by_action;
+    } staleness;
+    struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
         char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
         char *keys_file; /* one key per line: NAME SCOPE SECRET */

@@ -9,6 +9,7 @@
 #include <json-c/json.h>
 #include <libpq-fe.h>
 #include "warren/common.h"
+#include "warren/config.h"
 
 /* A bulk action on an id list takes at most this many ids. */
 #define DLQ_IDS_MAX 1000
@@ -76,5 +77,14 @@ int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, const ch
 int reattempt(PGconn *db, int64_t id, int attempt, const char *worker, bool unpin, const char *note,
               int *new_attempt, char *status, size_t statuslen, char *err,
               size_t errlen) WARN_UNUSED;
+
+/* ---- staleness (schema 022) ---- */
+
+extern const char *const dlq_healths[]; /* healthy, warning, stale; NULL-terminated */
+/* The staleness.* keys as the JSON document schema 022's functions take (malloc'd text). */
+char *dlq_staleness_cfg(const warren_config_t *cfg);
+/* The non-terminal executions with time in state, threshold and health, oldest id first, as
+ * a JSON array "doc": $1 the thresholds (dlq_staleness_cfg), $2 a health or NULL, $3 limit. */
+extern const char q_staleness[];
 
 #endif

@@ -145,6 +145,25 @@ const cfg_key_t cfg_table[] = {
     R_INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
           "Delay before a dead letter is retried after a database error"),
 
+    INT("staleness.interval_s", staleness.interval_s, "30", 0, 3600,
+        "Period of the staleness detector (docs/dead-letters.md); 0 disables it"),
+    R_INT("staleness.requested_s", staleness.requested_s, "86400", 0, 30 * 86400,
+          "Requested longer than this: the execution fails as stale (a staleness_timeout "
+          "record); 0: never"),
+    R_INT("staleness.scheduled_s", staleness.scheduled_s, "3600", 0, 30 * 86400,
+          "Scheduled longer than this: it fails as stale; 0: never"),
+    R_INT("staleness.running_s", staleness.running_s, "86400", 0, 30 * 86400,
+          "Running longer than this: it is abandoned as stale; 0: never"),
+    R_INT("staleness.warning_pct", staleness.warning_pct, "80", 1, 99,
+          "From this percentage of its threshold on an execution is in warning: a log line "
+          "naming it and warren_staleness_warnings_total"),
+    R_CHECKED_STR("staleness.requested_by_action", staleness.requested_by_action, "",
+                  action_timeouts_check, "Per-action requested thresholds, action=seconds,..."),
+    R_CHECKED_STR("staleness.scheduled_by_action", staleness.scheduled_by_action, "",
+                  action_timeouts_check, "Per-action scheduled thresholds, action=seconds,..."),
+    R_CHECKED_STR("staleness.running_by_action", staleness.running_by_action, "",
+                  action_timeouts_check, "Per-action running thresholds, action=seconds,..."),
+
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
     R_OPAQUE_SECRET_STR(

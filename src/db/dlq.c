@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "warren/action_timeouts.h"
 #include "warren/db.h"
 #include "warren/dlq.h"
 #include "warren/ids.h"
@@ -344,4 +345,54 @@ int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, const ch
     PQclear(res);
     *result = DLQ_REDRIVEN;
     return 0;
+}
+
+/* ---- staleness ---- */
+
+const char *const dlq_healths[] = {"healthy", "warning", "stale", NULL};
+
+const char q_staleness[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(s) ORDER BY s.id), '[]')::text AS doc FROM ("
+    " SELECT * FROM warren_staleness($1::jsonb) WHERE ($2::text IS NULL OR health = $2)"
+    " ORDER BY id LIMIT $3::integer) s";
+
+typedef struct by_action {
+    json_object *actions;
+    const char *status;
+} by_action_t;
+
+static void add_override(const char *action, size_t len, int seconds, void *arg)
+{
+    by_action_t *b = arg;
+    char name[256];
+    snprintf(name, sizeof name, "%.*s", (int)len, action);
+    json_object *a;
+    if (!json_object_object_get_ex(b->actions, name, &a)) {
+        a = json_object_new_object();
+        json_object_object_add(b->actions, name, a);
+    }
+    json_object_object_add(a, b->status, json_object_new_int(seconds));
+}
+
+char *dlq_staleness_cfg(const warren_config_t *cfg)
+{
+    const typeof(cfg->staleness) *c = &cfg->staleness;
+    json_object *doc = json_object_new_object(), *defaults = json_object_new_object();
+    json_object *actions = json_object_new_object();
+    json_object_object_add(defaults, "requested", json_object_new_int(c->requested_s));
+    json_object_object_add(defaults, "scheduled", json_object_new_int(c->scheduled_s));
+    json_object_object_add(defaults, "running", json_object_new_int(c->running_s));
+    const char *specs[][2] = {{"requested", c->requested_by_action},
+                              {"scheduled", c->scheduled_by_action},
+                              {"running", c->running_by_action}};
+    for (size_t i = 0; i < 3; i++) {
+        by_action_t b = {actions, specs[i][0]};
+        action_timeouts_each(specs[i][1], add_override, &b);
+    }
+    json_object_object_add(doc, "defaults", defaults);
+    json_object_object_add(doc, "actions", actions);
+    json_object_object_add(doc, "warning_pct", json_object_new_int(c->warning_pct));
+    char *text = strdup(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN));
+    json_object_put(doc);
+    return text;
 }

@@ -103,6 +103,15 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
         monitor_run(x);
 }
 
+static void on_staleness(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    executor_t *x = arg;
+    if (!x->draining)
+        staleness_run(x);
+}
+
 /* The oldest dead letter c holds unacked, in seconds. */
 static uint64_t held_age_s(const consumer_t *c, int64_t now_s)
 {
@@ -149,6 +158,7 @@ static void drain(executor_t *x)
     log_kv(LOG_INFO, "draining: no new claims; finishing the batches in hand", NULL);
     evtimer_del(&x->sched_ev);
     evtimer_del(&x->monitor_ev);
+    evtimer_del(&x->staleness_ev);
     each_consumer(x, consumer_finish);
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
@@ -306,6 +316,8 @@ static int setup_events(executor_t *x)
     evtimer_assign(&x->sched_ev, x->base, on_sched, x);
     /* Set up even when the monitor is off, so that drain can simply delete it. */
     evtimer_assign(&x->monitor_ev, x->base, on_monitor, x);
+    evtimer_assign(&x->staleness_ev, x->base, on_staleness, x);
+    int64_t staleness_s = x->cfg->staleness.interval_s; /* 0: off */
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
     int64_t monitor_s = x->cfg->executor.monitor_interval_s; /* 0: off */
     bool ok = evloop_arm(&x->sched_ev, 0) == 0 &&
@@ -313,6 +325,8 @@ static int setup_events(executor_t *x)
               evloop_every(&x->stats_ev, x->base, STATS_INTERVAL_S * 1000, on_stats, x) == 0 &&
               (monitor_s == 0 ||
                evloop_every(&x->monitor_ev, x->base, monitor_s * 1000, on_monitor, x) == 0) &&
+              (staleness_s == 0 ||
+               evloop_every(&x->staleness_ev, x->base, staleness_s * 1000, on_staleness, x) == 0) &&
               evloop_signals_init(&x->signals, x->base, on_stop, x) == 0 &&
               evloop_watchdog(&x->watchdog_ev, x->base) == 0;
     if (!ok)

@@ -55,7 +55,7 @@ typedef struct executor {
     sched_t sched;
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
-    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev;
+    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev, staleness_ev;
     evloop_signals_t signals;
     bool draining;
     /* the HTTP API, health and metrics (api.c) */
@@ -104,6 +104,10 @@ void monitor_run(executor_t *x);
  * transaction, right after a heartbeat names a new incarnation, and the monitor's passes. */
 int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
                       size_t errlen) WARN_UNUSED;
+
+/* staleness.c: one round of the staleness detector (staleness.*); GET /api/v1/staleness. */
+void staleness_run(executor_t *x);
+void api_staleness(http_req_t *r, void *arg);
 
 /* api.c: the HTTP server on api.listen (none when ""): API routes, /livez, /readyz, /metrics.
  * -1 (logged) when keys or the address are wrong. */

@@ -37,6 +37,8 @@
     X(results_after_cancel)   /* reports that arrived after a cancel, kept in the history */       \
     X(cancels_requested)      /* cancels applied (requested/scheduled/running) */                  \
     X(dead_letters_redriven)  /* dead letters redriven (a new attempt of their execution) */       \
+    X(staleness_warnings)     /* executions past staleness.warning_pct of their threshold */       \
+    X(staleness_timeouts)     /* executions ended by the staleness detector */                     \
     X(cancel_messages)        /* control messages confirmed to a worker */                         \
     X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
 

@@ -15,7 +15,7 @@
 #include "warren/http.h"
 #include "warren/log.h"
 
-#define MAX_ROUTES 16
+#define MAX_ROUTES 32
 #define PATH_MAX_BYTES 2048
 
 typedef struct route {
