@@ -88,6 +88,14 @@ typedef struct warren_config {
         char *running_by_action;
     } staleness;
     struct {
+        bool enabled;   /* publish ExecutionDeadLettered events */
+        char *exchange; /* durable topic exchange, declared by the executor */
+        char *dead_lettered_key;
+        int interval_ms;      /* the emitter's and reconciler's period */
+        int retry_initial_ms; /* first delay after a failed publish, doubling ... */
+        int retry_max_ms;     /* ... up to this */
+    } events;
+    struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
         char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
         char *keys_file; /* one key per line: NAME SCOPE SECRET */

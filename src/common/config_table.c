@@ -164,6 +164,21 @@ const cfg_key_t cfg_table[] = {
     R_CHECKED_STR("staleness.running_by_action", staleness.running_by_action, "",
                   action_timeouts_check, "Per-action running thresholds, action=seconds,..."),
 
+    BOOL("events.enabled", events.enabled, "true",
+         "Publish an ExecutionDeadLettered event for every dead-letter record, after it is "
+         "committed (docs/dead-letters.md)"),
+    STR("events.exchange", events.exchange, "attune.events",
+        "Events exchange (durable topic, declared by the executor)"),
+    STR("events.dead_lettered_routing_key", events.dead_lettered_key, "execution.dead_lettered",
+        "Routing key of ExecutionDeadLettered events"),
+    INT("events.interval_ms", events.interval_ms, "1000", 50, 600000,
+        "Period of the emitter, which also republishes every record not yet emitted "
+        "(the reconciler)"),
+    R_INT("events.retry_initial_ms", events.retry_initial_ms, "1000", 10, 600000,
+          "Delay after a failed event publish, doubling up to events.retry_max_ms"),
+    R_INT("events.retry_max_ms", events.retry_max_ms, "60000", 10, 3600000,
+          "Longest delay between event publish retries"),
+
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
     R_OPAQUE_SECRET_STR(

@@ -112,6 +112,15 @@ static void on_staleness(evutil_socket_t fd, short what, void *arg)
         staleness_run(x);
 }
 
+static void on_events(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    executor_t *x = arg;
+    if (!x->draining)
+        events_run(x);
+}
+
 /* The oldest dead letter c holds unacked, in seconds. */
 static uint64_t held_age_s(const consumer_t *c, int64_t now_s)
 {
@@ -159,6 +168,7 @@ static void drain(executor_t *x)
     evtimer_del(&x->sched_ev);
     evtimer_del(&x->monitor_ev);
     evtimer_del(&x->staleness_ev);
+    evtimer_del(&x->events_ev);
     each_consumer(x, consumer_finish);
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
@@ -317,6 +327,8 @@ static int setup_events(executor_t *x)
     /* Set up even when the monitor is off, so that drain can simply delete it. */
     evtimer_assign(&x->monitor_ev, x->base, on_monitor, x);
     evtimer_assign(&x->staleness_ev, x->base, on_staleness, x);
+    evtimer_assign(&x->events_ev, x->base, on_events, x);
+    backoff_init(&x->events_backoff, x->cfg->events.retry_initial_ms, x->cfg->events.retry_max_ms);
     int64_t staleness_s = x->cfg->staleness.interval_s; /* 0: off */
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
     int64_t monitor_s = x->cfg->executor.monitor_interval_s; /* 0: off */
@@ -327,6 +339,9 @@ static int setup_events(executor_t *x)
                evloop_every(&x->monitor_ev, x->base, monitor_s * 1000, on_monitor, x) == 0) &&
               (staleness_s == 0 ||
                evloop_every(&x->staleness_ev, x->base, staleness_s * 1000, on_staleness, x) == 0) &&
+              (!x->cfg->events.enabled ||
+               evloop_every(&x->events_ev, x->base, x->cfg->events.interval_ms, on_events, x) ==
+                   0) &&
               evloop_signals_init(&x->signals, x->base, on_stop, x) == 0 &&
               evloop_watchdog(&x->watchdog_ev, x->base) == 0;
     if (!ok)

@@ -14,6 +14,7 @@
 #include "executor/dbconn.h"
 #include "executor/scheduler.h"
 #include "executor/stats.h"
+#include "warren/backoff.h"
 #include "warren/config.h"
 #include "warren/evloop.h"
 #include "warren/exec_status.h"
@@ -55,7 +56,9 @@ typedef struct executor {
     sched_t sched;
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
-    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev, staleness_ev;
+    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev, staleness_ev, events_ev;
+    backoff_t events_backoff; /* failed dead-letter event publishes (events.c) */
+    int64_t events_next_ms;   /* monotonic: no event publish before this */
     evloop_signals_t signals;
     bool draining;
     /* the HTTP API, health and metrics (api.c) */
@@ -108,6 +111,8 @@ int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **cha
 /* staleness.c: one round of the staleness detector (staleness.*); GET /api/v1/staleness. */
 void staleness_run(executor_t *x);
 void api_staleness(http_req_t *r, void *arg);
+/* events.c: one round of the dead-letter event emitter and reconciler (events.*). */
+void events_run(executor_t *x);
 
 /* api.c: the HTTP server on api.listen (none when ""): API routes, /livez, /readyz, /metrics.
  * -1 (logged) when keys or the address are wrong. */

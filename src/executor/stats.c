@@ -175,6 +175,11 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
         {"warren_staleness_timeouts_total", "",
          "Executions ended by the staleness detector (failed, or abandoned when running)",
          &s->staleness_timeouts},
+        {"warren_dead_letter_events_total", "result=\"published\"",
+         "ExecutionDeadLettered events: published (confirmed), or failed (the record stays "
+         "unemitted and is published again)",
+         &s->events_published},
+        {"warren_dead_letter_events_total", "result=\"failed\"", NULL, &s->events_failed},
         {"warren_cancel_messages_total", "result=\"confirmed\"",
          "Cancel control messages to workers, confirmed or not", &s->cancel_messages},
         {"warren_cancel_messages_total", "result=\"unconfirmed\"", NULL,

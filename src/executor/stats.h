@@ -39,6 +39,8 @@
     X(dead_letters_redriven)  /* dead letters redriven (a new attempt of their execution) */       \
     X(staleness_warnings)     /* executions past staleness.warning_pct of their threshold */       \
     X(staleness_timeouts)     /* executions ended by the staleness detector */                     \
+    X(events_published)       /* ExecutionDeadLettered events confirmed by the broker */           \
+    X(events_failed)          /* event publishes that failed (the record stays unemitted) */       \
     X(cancel_messages)        /* control messages confirmed to a worker */                         \
     X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
 

@@ -38,6 +38,8 @@ static const char *const reloadable[] = {
     "staleness.requested_by_action",
     "staleness.scheduled_by_action",
     "staleness.running_by_action",
+    "events.retry_initial_ms",
+    "events.retry_max_ms",
     "api.keys",
     "api.keys_file",
     "api.auth_reads",
