@@ -96,6 +96,10 @@ typedef struct warren_config {
         int retry_max_ms;     /* ... up to this */
     } events;
     struct {
+        int default_rate; /* records per second of a bulk redrive task that names none */
+        int max_rate;     /* the highest rate a task may ask for (at most DLQ_RATE_MAX) */
+    } redrive;
+    struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
         char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
         char *keys_file; /* one key per line: NAME SCOPE SECRET */

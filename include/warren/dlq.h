@@ -78,6 +78,25 @@ int reattempt(PGconn *db, int64_t id, int attempt, const char *worker, bool unpi
               int *new_attempt, char *status, size_t statuslen, char *err,
               size_t errlen) WARN_UNUSED;
 
+/* ---- bulk redrive tasks (schema 024) ---- */
+
+#define DLQ_RATE_MAX 500 /* records per second: the hard cap of a task's rate */
+extern const char *const dlq_task_statuses[]; /* running, completed, cancelling, ... */
+/* The source a filter drains: its queue, or "*" for every queue. */
+const char *dlq_task_source(json_object *filter);
+/* Start a task: $1 filter (dlq_filter's), $2 source, $3 rate, $4 worker, $5 unpin, $6 by.
+ * One row "doc" (the task); no row when an active task drains the same source. */
+extern const char q_rt_create[];
+/* The active task of source $1: "id". */
+extern const char q_rt_active[];
+/* One task "doc"; $1 id. */
+extern const char q_rt_get[];
+/* Tasks newest first as a JSON array "doc": $1 status or NULL, $2 limit. */
+extern const char q_rt_list[];
+/* Ask task $1 to stop: a running one becomes cancelling (the executor then makes it
+ * cancelled). "before" (its status found) and "doc"; no row: no such task. */
+extern const char q_rt_cancel[];
+
 /* ---- staleness (schema 022) ---- */
 
 extern const char *const dlq_healths[]; /* healthy, warning, stale; NULL-terminated */

@@ -19,13 +19,13 @@
 #define DLQ_LIST_DEFAULT_LIMIT "50"
 #define CURSOR_PREFIX "c1."
 
-static const char dlq_usage_line[] =
-    "warren dlq stats|list|show|resolve|redrive|purge [ID] [OPTIONS] [--json] [-c FILE]";
+static const char dlq_usage_line[] = "warren dlq stats|list|show|resolve|redrive|purge|redrive-all|"
+                                     "task|cancel-task [ID] [OPTIONS] [--json] [-c FILE]";
 
 typedef struct dlq_opts {
     const char *sub, *config, *id;
     const char *filter[8]; /* in filter_names order */
-    const char *limit, *cursor, *resolution, *notes, *worker, *expected;
+    const char *limit, *cursor, *resolution, *notes, *worker, *expected, *rate;
     bool json, unpin, dry_run;
 } dlq_opts_t;
 
@@ -90,11 +90,17 @@ static json_object *opts_filter(const dlq_opts_t *o)
     return f;
 }
 
+/* task and cancel-task name a redrive task, not a record. */
+static bool is_task(const dlq_opts_t *o)
+{
+    return !strcmp(o->sub, "task") || !strcmp(o->sub, "cancel-task");
+}
+
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
 {
-    static const char *const subs[] = {"stats",   "list",  "show", "resolve",
-                                       "redrive", "purge", NULL};
+    static const char *const subs[] = {"stats", "list",        "show", "resolve",     "redrive",
+                                       "purge", "redrive-all", "task", "cancel-task", NULL};
     if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
         return 1;
     if (argc < 2 || !dlq_word_known(subs, argv[1])) {
@@ -119,10 +125,11 @@ static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
         {"unpin", 0, .flag = &o->unpin},
         {"expected-count", 0, .value = &o->expected},
         {"dry-run", 0, .flag = &o->dry_run},
+        {"rate", 0, .value = &o->rate},
         {"json", 'j', .flag = &o->json},
     };
     bool needs_id = !strcmp(o->sub, "show") || !strcmp(o->sub, "resolve") ||
-                    !strcmp(o->sub, "redrive");
+                    !strcmp(o->sub, "redrive") || is_task(o);
     const cli_spec_t spec = {"dlq", dlq_usage_line, options, CLI_COUNT(options),
                              needs_id ? "ID" : NULL};
     int rc = cli_parse(&spec, argc - 1, argv + 1, &o->config, &o->id);
@@ -130,8 +137,12 @@ static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
         return rc;
     int64_t n;
     if (needs_id && (!o->id || cli_parse_int64(o->id, 1, INT64_MAX, &n) != 0))
-        return usage_error("ID must be a dead letter id (a positive whole number), not '%s'",
-                           o->id ? o->id : ""),
+        return usage_error("ID must be a %s id (a positive whole number), not '%s'",
+                           is_task(o) ? "task" : "dead letter", o->id ? o->id : ""),
+               -1;
+    if (o->rate && cli_parse_int64(o->rate, 1, DLQ_RATE_MAX, &n) != 0)
+        return usage_error("--rate wants records per second, 1-%d, not '%s'", DLQ_RATE_MAX,
+                           o->rate),
                -1;
     if (!strcmp(o->sub, "resolve")) {
         o->resolution = o->filter[0];
@@ -240,6 +251,11 @@ static int print_doc(const dlq_opts_t *o, const char *text)
     } else if (!strcmp(o->sub, "redrive")) {
         printf("dead letter %s redriven: execution %s, attempt %s\n", str(doc, "id"),
                str(doc, "execution_id"), str(doc, "redrive_attempt"));
+    } else if (!strcmp(o->sub, "redrive-all") || is_task(o)) {
+        printf("redrive task %s: %s, moved %s of %s (skipped %s) at %s/s%s%s\n", str(doc, "id"),
+               str(doc, "status"), str(doc, "moved"), str(doc, "to_move"), str(doc, "skipped"),
+               str(doc, "rate"), str(doc, "failure_reason") ? ": " : "",
+               str(doc, "failure_reason") ? str(doc, "failure_reason") : "");
     } else {
         printf("dead letter %s: %s\n", str(doc, "id"), str(doc, "resolution"));
     }
@@ -259,6 +275,20 @@ static void add_query(char *buf, size_t len, const char *key, const char *value)
     free(enc);
 }
 
+/* The body of POST /api/v1/redrive-tasks from the options. */
+static json_object *task_body(const dlq_opts_t *o)
+{
+    json_object *body = json_object_new_object();
+    json_object_object_add(body, "filter", opts_filter(o));
+    if (o->rate)
+        json_object_object_add(body, "rate", json_object_new_int64(strtoll(o->rate, NULL, 10)));
+    if (o->worker)
+        json_object_object_add(body, "worker", json_object_new_string(o->worker));
+    if (o->unpin)
+        json_object_object_add(body, "unpin", json_object_new_boolean(true));
+    return body;
+}
+
 static int run_api(const dlq_opts_t *o)
 {
     char path[4096];
@@ -273,6 +303,14 @@ static int run_api(const dlq_opts_t *o)
             add_query(path, sizeof path, "limit", o->limit);
             add_query(path, sizeof path, "cursor", o->cursor);
         }
+    } else if (!strcmp(o->sub, "redrive-all")) {
+        snprintf(path, sizeof path, "/api/v1/redrive-tasks");
+        method = "POST";
+        body = task_body(o);
+    } else if (is_task(o)) {
+        snprintf(path, sizeof path, "/api/v1/redrive-tasks/%s%s", o->id,
+                 !strcmp(o->sub, "cancel-task") ? "/cancel" : "");
+        method = !strcmp(o->sub, "cancel-task") ? "POST" : "GET";
     } else if (!strcmp(o->sub, "purge")) {
         snprintf(path, sizeof path, "/api/v1/dead-letters/purge");
         method = "POST";
@@ -307,7 +345,7 @@ static int run_api(const dlq_opts_t *o)
         body ? json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN) : NULL, &answer);
     json_object_put(body);
     int rc = EXIT_RUNTIME;
-    if (code == 200)
+    if (code == 200 || code == 201)
         rc = print_doc(o, answer);
     else if (code > 0)
         cli_api_report("dlq", code, answer);
@@ -416,9 +454,49 @@ static int db_redrive(PGconn *db, const dlq_opts_t *o, const char *who)
     return rc;
 }
 
+/* The task statements: start one (redrive-all), show one, ask one to stop. */
+static int db_task(PGconn *db, const warren_config_t *cfg, const dlq_opts_t *o, json_object *filter,
+                   const char *who)
+{
+    PGresult *res = NULL;
+    int rc = EXIT_RUNTIME;
+    if (!strcmp(o->sub, "redrive-all")) {
+        char rate[16];
+        snprintf(rate, sizeof rate, "%s", o->rate ? o->rate : "");
+        if (!o->rate)
+            snprintf(rate, sizeof rate, "%d", cfg->redrive.default_rate);
+        const char *source = dlq_task_source(filter);
+        const char *p[] = {json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN),
+                           source,
+                           rate,
+                           o->worker,
+                           o->unpin ? "true" : "false",
+                           who};
+        if (!(res = cli_db_query(db, "dlq", q_rt_create, 6, p)))
+            return EXIT_RUNTIME;
+        if (PQntuples(res) == 0)
+            fprintf(stderr, "warren dlq: a redrive task is active on source '%s'\n", source);
+        else
+            rc = print_doc(o, PQgetvalue(res, 0, 0));
+    } else {
+        bool cancel = !strcmp(o->sub, "cancel-task");
+        const char *p[] = {o->id};
+        if (!(res = cli_db_query(db, "dlq", cancel ? q_rt_cancel : q_rt_get, 1, p)))
+            return EXIT_RUNTIME;
+        const char *before = cancel && PQntuples(res) ? PQgetvalue(res, 0, 0) : "running";
+        if (PQntuples(res) == 0)
+            fprintf(stderr, "warren dlq: no redrive task %s\n", o->id);
+        else if (strcmp(before, "running") && strcmp(before, "cancelling"))
+            fprintf(stderr, "warren dlq: redrive task %s is %s: it has ended\n", o->id, before);
+        else
+            rc = print_doc(o, PQgetvalue(res, 0, cancel ? 1 : 0));
+    }
+    PQclear(res);
+    return rc;
+}
+
 static int dlq_run(PGconn *db, const warren_config_t *cfg, const void *opts)
 {
-    (void)cfg;
     const dlq_opts_t *o = opts;
     char who[300];
     cli_operator(who, sizeof who);
@@ -430,6 +508,8 @@ static int dlq_run(PGconn *db, const warren_config_t *cfg, const void *opts)
     const char *ftext = json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN);
     if (!strcmp(o->sub, "list")) {
         rc = db_list(db, o, filter);
+    } else if (!strcmp(o->sub, "redrive-all") || is_task(o)) {
+        rc = db_task(db, cfg, o, filter, who);
     } else if (!strcmp(o->sub, "purge")) {
         rc = db_purge(db, o, filter);
     } else if (!strcmp(o->sub, "redrive")) {

@@ -179,6 +179,11 @@ const cfg_key_t cfg_table[] = {
     R_INT("events.retry_max_ms", events.retry_max_ms, "60000", 10, 3600000,
           "Longest delay between event publish retries"),
 
+    R_INT("redrive.default_rate", redrive.default_rate, "50", 1, 500,
+          "Records per second of a bulk redrive task that names no rate"),
+    R_INT("redrive.max_rate", redrive.max_rate, "500", 1, 500,
+          "The highest rate a bulk redrive task may ask for (a faster one is refused)"),
+
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
     R_OPAQUE_SECRET_STR(

@@ -396,3 +396,43 @@ char *dlq_staleness_cfg(const warren_config_t *cfg)
     json_object_put(doc);
     return text;
 }
+
+/* ---- bulk redrive tasks ---- */
+
+const char *const dlq_task_statuses[] = {"running",   "completed", "cancelling",
+                                         "cancelled", "failed",    NULL};
+
+const char *dlq_task_source(json_object *filter)
+{
+    json_object *q;
+    return json_object_object_get_ex(filter, "queue", &q) && q ? json_object_get_string(q) : "*";
+}
+
+/* clang-format off */
+const char q_rt_create[] =
+    "INSERT INTO redrive_tasks (filter, source, rate, worker, unpin, to_move, max_id, status,"
+    " created_by) SELECT $1::jsonb, $2, $3::integer, $4, $5::boolean, c.n, c.max_id,"
+    " CASE WHEN c.n = 0 THEN 'completed' ELSE 'running' END, $6"
+    " FROM (SELECT count(*)::integer AS n, coalesce(max(d.id), 0) AS max_id FROM dead_letters d"
+    "   WHERE warren_dl_match(d, $1::jsonb) AND warren_dl_redrivable(d)) c"
+    " WHERE NOT EXISTS (SELECT 1 FROM redrive_tasks t WHERE t.source = $2"
+    "   AND t.status IN ('running', 'cancelling'))"
+    " RETURNING to_jsonb(redrive_tasks)::text AS doc";
+
+const char q_rt_active[] =
+    "SELECT id FROM redrive_tasks WHERE source = $1 AND status IN ('running', 'cancelling')";
+
+const char q_rt_get[] = "SELECT to_jsonb(t)::text AS doc FROM redrive_tasks t WHERE t.id = $1";
+
+const char q_rt_list[] =
+    "SELECT coalesce(jsonb_agg(to_jsonb(t) ORDER BY t.id DESC), '[]')::text AS doc FROM ("
+    " SELECT * FROM redrive_tasks WHERE ($1::text IS NULL OR status = $1)"
+    " ORDER BY id DESC LIMIT $2::integer) t";
+
+const char q_rt_cancel[] =
+    "WITH t AS (SELECT id, status AS before FROM redrive_tasks WHERE id = $1 FOR UPDATE),"
+    " u AS (UPDATE redrive_tasks r SET status = 'cancelling' FROM t"
+    "   WHERE r.id = t.id AND t.before = 'running' RETURNING r.*) "
+    "SELECT t.before, coalesce(to_jsonb(u), (SELECT to_jsonb(x) FROM redrive_tasks x"
+    " WHERE x.id = t.id))::text AS doc FROM t LEFT JOIN u ON u.id = t.id";
+/* clang-format on */

@@ -327,7 +327,10 @@ static int add_routes(executor_t *x)
            http_route(s, HTTP_POST, "/api/v1/dead-letters/purge", api_dl_purge, x) ||
            http_route(s, HTTP_GET | HTTP_PATCH, "/api/v1/dead-letters/{}", api_dl_one, x) ||
            http_route(s, HTTP_POST, "/api/v1/dead-letters/{}/redrive", api_dl_redrive, x) ||
-           http_route(s, HTTP_GET, "/api/v1/staleness", api_staleness, x);
+           http_route(s, HTTP_GET, "/api/v1/staleness", api_staleness, x) ||
+           http_route(s, HTTP_GET | HTTP_POST, "/api/v1/redrive-tasks", api_redrive_tasks, x) ||
+           http_route(s, HTTP_GET, "/api/v1/redrive-tasks/{}", api_redrive_task, x) ||
+           http_route(s, HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel, x);
 }
 
 int api_start(executor_t *x)

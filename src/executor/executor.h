@@ -59,6 +59,8 @@ typedef struct executor {
     struct event pump_ev, monitor_ev, stats_ev, watchdog_ev, staleness_ev, events_ev;
     backoff_t events_backoff; /* failed dead-letter event publishes (events.c) */
     int64_t events_next_ms;   /* monotonic: no event publish before this */
+    struct event redrive_ev;  /* bulk redrive tasks' tick (redrive_tasks.c) */
+    int redrive_failures;     /* batches the database refused in a row */
     evloop_signals_t signals;
     bool draining;
     /* the HTTP API, health and metrics (api.c) */
@@ -111,6 +113,13 @@ int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **cha
 /* staleness.c: one round of the staleness detector (staleness.*); GET /api/v1/staleness. */
 void staleness_run(executor_t *x);
 void api_staleness(http_req_t *r, void *arg);
+/* redrive_tasks.c: one turn of every active bulk redrive task, at redrive_tasks_tick_ms();
+ * POST/GET /api/v1/redrive-tasks, GET /api/v1/redrive-tasks/{id}, POST .../{id}/cancel. */
+void redrive_tasks_run(executor_t *x);
+int64_t redrive_tasks_tick_ms(void);
+void api_redrive_tasks(http_req_t *r, void *arg);
+void api_redrive_task(http_req_t *r, void *arg);
+void api_redrive_task_cancel(http_req_t *r, void *arg);
 /* events.c: one round of the dead-letter event emitter and reconciler (events.*). */
 void events_run(executor_t *x);
 

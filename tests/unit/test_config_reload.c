@@ -40,6 +40,8 @@ static const char *const reloadable[] = {
     "staleness.running_by_action",
     "events.retry_initial_ms",
     "events.retry_max_ms",
+    "redrive.default_rate",
+    "redrive.max_rate",
     "api.keys",
     "api.keys_file",
     "api.auth_reads",
