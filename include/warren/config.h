@@ -100,6 +100,19 @@ typedef struct warren_config {
         int max_rate;     /* the highest rate a task may ask for (at most DLQ_RATE_MAX) */
     } redrive;
     struct {
+        int interval_s; /* period of the retention rounds; 0 disables them */
+        int batch_size; /* rows deleted per statement */
+    } retention;
+    struct {
+        int retention_days; /* closed records resolved longer ago are pruned; 0: never */
+    } dead_letters;
+    struct {
+        int retention_days; /* terminal executions ended longer ago are pruned; 0: never */
+    } executions;
+    struct {
+        int retention_days; /* history rows of terminal executions older than this; 0: never */
+    } execution_history;
+    struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
         char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
         char *keys_file; /* one key per line: NAME SCOPE SECRET */

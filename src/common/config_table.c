@@ -184,6 +184,19 @@ const cfg_key_t cfg_table[] = {
     R_INT("redrive.max_rate", redrive.max_rate, "500", 1, 500,
           "The highest rate a bulk redrive task may ask for (a faster one is refused)"),
 
+    INT("retention.interval_s", retention.interval_s, "3600", 0, 86400,
+        "Period of the retention rounds (docs/dead-letters.md); 0 disables them"),
+    R_INT("retention.batch_size", retention.batch_size, "1000", 1, 100000,
+          "Rows one retention statement deletes at most"),
+    R_INT("dead_letters.retention_days", dead_letters.retention_days, "0", 0, 36500,
+          "Closed dead-letter records resolved more than this many days ago are pruned "
+          "(pending and investigating ones never); 0: never"),
+    R_INT("executions.retention_days", executions.retention_days, "0", 0, 36500,
+          "Terminal executions that ended more than this many days ago are pruned with their "
+          "history (not while an open record names them); 0: never"),
+    R_INT("execution_history.retention_days", execution_history.retention_days, "0", 0, 36500,
+          "History rows of terminal executions older than this many days are pruned; 0: never"),
+
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
     R_OPAQUE_SECRET_STR(

@@ -130,6 +130,15 @@ static void on_redrive(evutil_socket_t fd, short what, void *arg)
         redrive_tasks_run(x);
 }
 
+static void on_retention(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    executor_t *x = arg;
+    if (!x->draining)
+        retention_run(x);
+}
+
 /* The oldest dead letter c holds unacked, in seconds. */
 static uint64_t held_age_s(const consumer_t *c, int64_t now_s)
 {
@@ -179,6 +188,7 @@ static void drain(executor_t *x)
     evtimer_del(&x->staleness_ev);
     evtimer_del(&x->events_ev);
     evtimer_del(&x->redrive_ev);
+    evtimer_del(&x->retention_ev);
     each_consumer(x, consumer_finish);
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
@@ -339,6 +349,8 @@ static int setup_events(executor_t *x)
     evtimer_assign(&x->staleness_ev, x->base, on_staleness, x);
     evtimer_assign(&x->events_ev, x->base, on_events, x);
     evtimer_assign(&x->redrive_ev, x->base, on_redrive, x);
+    evtimer_assign(&x->retention_ev, x->base, on_retention, x);
+    int64_t retention_s = x->cfg->retention.interval_s; /* 0: off */
     backoff_init(&x->events_backoff, x->cfg->events.retry_initial_ms, x->cfg->events.retry_max_ms);
     int64_t staleness_s = x->cfg->staleness.interval_s; /* 0: off */
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
@@ -354,6 +366,8 @@ static int setup_events(executor_t *x)
                evloop_every(&x->events_ev, x->base, x->cfg->events.interval_ms, on_events, x) ==
                    0) &&
               evloop_every(&x->redrive_ev, x->base, redrive_tasks_tick_ms(), on_redrive, x) == 0 &&
+              (retention_s == 0 ||
+               evloop_every(&x->retention_ev, x->base, retention_s * 1000, on_retention, x) == 0) &&
               evloop_signals_init(&x->signals, x->base, on_stop, x) == 0 &&
               evloop_watchdog(&x->watchdog_ev, x->base) == 0;
     if (!ok)

@@ -57,10 +57,11 @@ typedef struct executor {
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
     struct event pump_ev, monitor_ev, stats_ev, watchdog_ev, staleness_ev, events_ev;
-    backoff_t events_backoff; /* failed dead-letter event publishes (events.c) */
-    int64_t events_next_ms;   /* monotonic: no event publish before this */
-    struct event redrive_ev;  /* bulk redrive tasks' tick (redrive_tasks.c) */
-    int redrive_failures;     /* batches the database refused in a row */
+    backoff_t events_backoff;  /* failed dead-letter event publishes (events.c) */
+    int64_t events_next_ms;    /* monotonic: no event publish before this */
+    struct event redrive_ev;   /* bulk redrive tasks' tick (redrive_tasks.c) */
+    int redrive_failures;      /* batches the database refused in a row */
+    struct event retention_ev; /* retention rounds (retention.c) */
     evloop_signals_t signals;
     bool draining;
     /* the HTTP API, health and metrics (api.c) */
@@ -120,6 +121,8 @@ int64_t redrive_tasks_tick_ms(void);
 void api_redrive_tasks(http_req_t *r, void *arg);
 void api_redrive_task(http_req_t *r, void *arg);
 void api_redrive_task_cancel(http_req_t *r, void *arg);
+/* retention.c: one retention round (retention.*, *.retention_days). */
+void retention_run(executor_t *x);
 /* events.c: one round of the dead-letter event emitter and reconciler (events.*). */
 void events_run(executor_t *x);
 

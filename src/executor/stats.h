@@ -41,6 +41,9 @@
     X(staleness_timeouts)     /* executions ended by the staleness detector */                     \
     X(events_published)       /* ExecutionDeadLettered events confirmed by the broker */           \
     X(events_failed)          /* event publishes that failed (the record stays unemitted) */       \
+    X(pruned_dead_letters)    /* closed dead-letter records pruned by retention */                 \
+    X(pruned_executions)      /* terminal executions pruned by retention */                        \
+    X(pruned_history)         /* history rows pruned by retention */                               \
     X(cancel_messages)        /* control messages confirmed to a worker */                         \
     X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
 
