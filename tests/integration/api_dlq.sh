@@ -40,6 +40,8 @@ assert_eq "expired|worker.$gone.executions|1|failed|$gone" \
     "show: the x-death and the execution"
 assert_eq "$id" "$(jq -r '.body_base64 | @base64d | fromjson | .payload.execution_id' <<<"$CALL_BODY")" \
     "show: the raw body"
+assert_eq "closed|closed" "$(jq -r '"\(.snapshot.breakers.publish)|\(.snapshot.breakers["consume_dead-letters"])"' <<<"$CALL_BODY")" \
+    "show: the breakers when the record was written"
 
 log "investigating, then redrive onto the live worker"
 expect 200 PATCH "/api/v1/dead-letters/$dl" '{"resolution": "investigating", "notes": "looking", "metadata": {"ticket": "OPS-1"}}'
@@ -69,6 +71,18 @@ assert_eq 1 "$(psql_q "select redrive_count from executions where id = $id2")" "
 assert_eq 1 "$(psql_q "select count(*) from execution_events where execution_id = $id2 and to_status = 'requested'
     and from_status = 'failed'")" "one new attempt"
 wait_until 20 "[ \"\$(exec_field $id2 status)\" = completed ]"
+
+log "warren's redrive count travels in its own header, never in x-death"
+id4=$(new_execution core.echo "$gone")
+wait_until 15 "[ \"\$(exec_field $id4 status)\" = failed ]"
+dl4=$(psql_q "select id from dead_letters where execution_id = $id4")
+expect 200 POST "/api/v1/dead-letters/$dl4/redrive"
+wait_until 15 "[ \"\$(psql_q \"select count(*) from dead_letters where execution_id = $id4\")\" = 2 ]"
+assert_eq "1|pending|worker_unavailable|1|3" \
+    "$(psql_q "select headers->>'redrive_count', resolution, investigation_reason,
+               headers->'x-death'->0->>'count', headers->>'attempt'
+               from dead_letters where execution_id = $id4 and id <> $dl4")" \
+    "the new attempt's dead letter: redrive_count 1, a record of its own"
 
 log "an execution that ended meanwhile is skipped and reported"
 id3=$(new_execution core.echo "$gone")
