@@ -223,16 +223,71 @@ json_object *api_body_json(http_req_t *r)
     return v;
 }
 
-bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen)
+int api_fields(json_object *in, const char *const *known, char *err, size_t errlen)
+{
+    if (!json_object_is_type(in, json_type_object)) {
+        snprintf(err, errlen, "the body is a JSON object, not %s", jf_kind(in));
+        return -1;
+    }
+    json_object_object_foreach(in, key, val) {
+        (void)val;
+        bool ok = false;
+        for (size_t i = 0; known[i] && !ok; i++)
+            ok = !strcmp(key, known[i]);
+        if (!ok) {
+            char list[256] = "";
+            size_t o = 0;
+            for (size_t i = 0; known[i] && o < sizeof list; i++)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", known[i]);
+            snprintf(err, errlen, "unknown field '%.*s' (known: %s)", utf8_prec(key, 64), key,
+                     list);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int api_pin(json_object *in, const char **worker, bool *unpin, char *err, size_t errlen)
+{
+    jf_t f = {in, NULL, err, errlen};
+    json_object *u = NULL;
+    int has_unpin = 0;
+    *worker = NULL;
+    *unpin = false;
+    if (jf_string(&f, "worker", false, WORKER_ID_MAX, worker) < 0 ||
+        (has_unpin = jf_value(&f, "unpin", false, &u)) < 0)
+        return -1;
+    if (*worker && !ids_worker_valid(*worker)) {
+        snprintf(err, errlen, "worker: %s", IDS_WORKER_RULE);
+        return -1;
+    }
+    if (has_unpin && !json_object_is_type(u, json_type_boolean)) {
+        snprintf(err, errlen, "unpin: true or false");
+        return -1;
+    }
+    *unpin = has_unpin && json_object_get_boolean(u);
+    if (*unpin && *worker) {
+        snprintf(err, errlen, "give worker or unpin, not both");
+        return -1;
+    }
+    return 0;
+}
+
+bool api_path_id(http_req_t *r, size_t i, const char *what, int64_t *id, char *text, size_t textlen)
 {
     const char *s = r->params[i];
     if (ids_execution_id_parse(s, strlen(s), id) != 0) {
-        http_error(r, 400, "bad_request", "'%.*s' is not an execution id (a positive integer)",
-                   utf8_prec(s, 40), s);
+        http_error(r, 400, "bad_request", "'%.*s' is not %s id (a positive integer)",
+                   utf8_prec(s, 40), s, what);
         return false;
     }
     snprintf(text, textlen, "%" PRId64, *id);
     return true;
+}
+
+bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen)
+{
+    return api_path_id(r, i, "an execution", id, text, textlen);
 }
 
 /* ---- health ---- */

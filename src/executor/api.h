@@ -53,6 +53,17 @@ json_object *api_parse_json(const char *body, size_t len, int *code, char *err, 
  * rewritten for q_submit: one object per submission appended to rows. -1 with err (a 400). */
 int api_submissions(json_object *in, json_object *rows, char *err, size_t errlen);
 
+/* in is a JSON object whose members are all among known (NULL-terminated); -1 with err (a
+ * 400) naming the first other one. Pure. */
+int api_fields(json_object *in, const char *const *known, char *err, size_t errlen);
+/* The members "worker" (a worker id: pin the new attempt there) and "unpin" (true: let the
+ * scheduler choose) of a redrive's body, at most one of them; -1 with err (a 400). Pure. */
+int api_pin(json_object *in, const char **worker, bool *unpin, char *err, size_t errlen);
+
+/* The path parameter at i as an id (positive, as execution ids are) of what ("a dead letter");
+ * 400 when it is none. */
+bool api_path_id(http_req_t *r, size_t i, const char *what, int64_t *id, char *text,
+                 size_t textlen);
 /* The path parameter at i as an execution id; 400 when it is none. */
 bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen);
 

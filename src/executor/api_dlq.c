@@ -43,14 +43,7 @@ static bool query_filter(http_req_t *r, const char *const *allowed, char **text)
 /* The record id of the path; false after answering 400. */
 static bool record_id(http_req_t *r, int64_t *id, char *text, size_t len)
 {
-    const char *s = r->params[0];
-    if (ids_execution_id_parse(s, strlen(s), id) != 0) {
-        http_error(r, 400, "bad_request", "'%.*s' is not a dead letter id (a positive integer)",
-                   utf8_prec(s, 40), s);
-        return false;
-    }
-    snprintf(text, len, "%" PRId64, *id);
-    return true;
+    return api_path_id(r, 0, "a dead letter", id, text, len);
 }
 
 /* {"items": doc, "next_cursor": next} */
@@ -196,31 +189,9 @@ static bool redrive_body(http_req_t *r, json_object **in, const char **worker, b
         return true;
     if (!(*in = api_body_json(r)))
         return false;
-    jf_t f = {*in, NULL, err, sizeof err};
-    json_object *u = NULL;
-    int has_unpin = 0;
-    bool ok = json_object_is_type(*in, json_type_object);
-    json_object_object_foreach(ok ? *in : NULL, key, val) {
-        (void)val;
-        if (strcmp(key, "worker") && strcmp(key, "unpin")) {
-            snprintf(err, sizeof err, "unknown field '%.*s' (known: worker, unpin)",
-                     utf8_prec(key, 64), key);
-            ok = false;
-        }
-    }
-    if (!json_object_is_type(*in, json_type_object))
-        snprintf(err, sizeof err, "the body is a JSON object, not %s", jf_kind(*in));
-    else if (ok && (jf_string(&f, "worker", false, WORKER_ID_MAX, worker) < 0 ||
-                    (has_unpin = jf_value(&f, "unpin", false, &u)) < 0))
-        ok = false;
-    else if (ok && *worker && !ids_worker_valid(*worker))
-        ok = !snprintf(err, sizeof err, "worker: %s", IDS_WORKER_RULE);
-    else if (ok && has_unpin && !json_object_is_type(u, json_type_boolean))
-        ok = !snprintf(err, sizeof err, "unpin: true or false");
-    else if (ok && has_unpin && json_object_get_boolean(u) && *worker)
-        ok = !snprintf(err, sizeof err, "give worker or unpin, not both");
-    if (ok && has_unpin)
-        *unpin = json_object_get_boolean(u);
+    static const char *const known[] = {"worker", "unpin", NULL};
+    bool ok = api_fields(*in, known, err, sizeof err) == 0 &&
+              api_pin(*in, worker, unpin, err, sizeof err) == 0;
     if (!ok)
         http_error(r, 400, "bad_request", "%s", err);
     return ok;
@@ -264,19 +235,11 @@ void api_dl_purge(http_req_t *r, void *arg)
     if (!in)
         return;
     jf_t f = {in, NULL, err, sizeof err};
+    static const char *const known[] = {"filter", "expected_count", "dry_run", NULL};
     json_object *fin = NULL, *filter = NULL, *dry = NULL;
     int64_t expected = -1;
     int has_expected = 0, has_dry = 0;
-    bool ok = json_object_is_type(in, json_type_object);
-    if (!ok)
-        snprintf(err, sizeof err, "the body is a JSON object, not %s", jf_kind(in));
-    json_object_object_foreach(ok ? in : NULL, key, val) {
-        (void)val;
-        if (strcmp(key, "filter") && strcmp(key, "expected_count") && strcmp(key, "dry_run"))
-            ok = !snprintf(err, sizeof err,
-                           "unknown field '%.*s' (known: filter, expected_count, dry_run)",
-                           utf8_prec(key, 64), key);
-    }
+    bool ok = api_fields(in, known, err, sizeof err) == 0;
     if (ok && (jf_object(&f, "filter", false, &fin) < 0 ||
                (has_expected = jf_int(&f, "expected_count", false, 0, INT64_MAX, &expected)) < 0 ||
                (has_dry = jf_value(&f, "dry_run", false, &dry)) < 0))

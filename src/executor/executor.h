@@ -56,12 +56,17 @@ typedef struct executor {
     sched_t sched;
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
-    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev, staleness_ev, events_ev;
-    backoff_t events_backoff;  /* failed dead-letter event publishes (events.c) */
-    int64_t events_next_ms;    /* monotonic: no event publish before this */
-    struct event redrive_ev;   /* bulk redrive tasks' tick (redrive_tasks.c) */
-    int redrive_failures;      /* batches the database refused in a row */
-    struct event retention_ev; /* retention rounds (retention.c) */
+    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev;
+    /* Rounds on timers of their own, each skipped while draining (executor.c, rounds[]):
+     * staleness, dead-letter events, bulk redrive tasks, retention. */
+    struct executor_round {
+        struct event ev;
+        struct executor *x;
+        void (*run)(struct executor *x);
+    } rounds[4];
+    backoff_t events_backoff; /* failed dead-letter event publishes (events.c) */
+    int64_t events_next_ms;   /* monotonic: no event publish before this */
+    int redrive_failures;     /* bulk redrive batches the database refused in a row */
     evloop_signals_t signals;
     bool draining;
     /* the HTTP API, health and metrics (api.c) */

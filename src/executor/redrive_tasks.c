@@ -218,34 +218,15 @@ static int create_fn(PGconn *db, void *arg, char *err, size_t errlen)
 static bool create_body(executor_t *x, http_req_t *r, json_object *in, json_object **filter,
                         int64_t *rate, const char **worker, bool *unpin)
 {
+    static const char *const known[] = {"filter", "rate", "worker", "unpin", NULL};
     char err[ERRBUF_SIZE] = "";
     jf_t f = {in, NULL, err, sizeof err};
-    json_object *fin = NULL, *u = NULL;
-    int has_unpin = 0;
-    bool ok = json_object_is_type(in, json_type_object);
-    if (!ok)
-        snprintf(err, sizeof err, "the body is a JSON object, not %s", jf_kind(in));
-    json_object_object_foreach(ok ? in : NULL, key, val) {
-        (void)val;
-        if (strcmp(key, "filter") && strcmp(key, "rate") && strcmp(key, "worker") &&
-            strcmp(key, "unpin"))
-            ok = !snprintf(err, sizeof err,
-                           "unknown field '%.*s' (known: filter, rate, worker, unpin)",
-                           utf8_prec(key, 64), key);
-    }
+    json_object *fin = NULL;
     *rate = x->cfg->redrive.default_rate;
-    if (ok && (jf_object(&f, "filter", false, &fin) < 0 ||
-               jf_int(&f, "rate", false, 1, x->cfg->redrive.max_rate, rate) < 0 ||
-               jf_string(&f, "worker", false, WORKER_ID_MAX, worker) < 0 ||
-               (has_unpin = jf_value(&f, "unpin", false, &u)) < 0))
-        ok = false;
-    else if (ok && *worker && !ids_worker_valid(*worker))
-        ok = !snprintf(err, sizeof err, "worker: %s", IDS_WORKER_RULE);
-    else if (ok && has_unpin && !json_object_is_type(u, json_type_boolean))
-        ok = !snprintf(err, sizeof err, "unpin: true or false");
-    *unpin = ok && has_unpin && json_object_get_boolean(u);
-    if (ok && *unpin && *worker)
-        ok = !snprintf(err, sizeof err, "give worker or unpin, not both");
+    bool ok = api_fields(in, known, err, sizeof err) == 0 &&
+              jf_object(&f, "filter", false, &fin) >= 0 &&
+              jf_int(&f, "rate", false, 1, x->cfg->redrive.max_rate, rate) >= 0 &&
+              api_pin(in, worker, unpin, err, sizeof err) == 0;
     if (ok && !(*filter = dlq_filter(fin, true, err, sizeof err)))
         ok = false;
     if (!ok)
@@ -330,14 +311,7 @@ void api_redrive_tasks(http_req_t *r, void *arg)
 static bool task_id(http_req_t *r, char *text, size_t len)
 {
     int64_t id;
-    const char *s = r->params[0];
-    if (ids_execution_id_parse(s, strlen(s), &id) != 0) {
-        http_error(r, 400, "bad_request", "'%.*s' is not a task id (a positive integer)",
-                   utf8_prec(s, 40), s);
-        return false;
-    }
-    snprintf(text, len, "%" PRId64, id);
-    return true;
+    return api_path_id(r, 0, "a task", &id, text, len);
 }
 
 void api_redrive_task(http_req_t *r, void *arg)
