@@ -16,6 +16,8 @@ static const struct {
     {"list", cmd_list, "list executions"},
     {"workers", cmd_workers, "list workers"},
     {"cancel", cmd_cancel, "cancel an execution"},
+    {"dlq", cmd_dlq, "investigate, resolve, redrive and purge dead letters"},
+    {"staleness", cmd_staleness, "non-terminal executions: time in state and health"},
     {"migrate", cmd_migrate, "apply database migrations"},
     {"topology", cmd_topology, "declare or verify the broker topology"},
     {"config", cmd_config, "check and print the effective configuration"},
@@ -30,8 +32,8 @@ static void usage(FILE *out)
     fprintf(out,
             "\nRun 'warren COMMAND --help' for a command's options.\n"
             "Configuration: -c FILE or WARREN_CONFIG; WARREN__SECTION__KEY overrides any key.\n"
-            "submit, get, list, workers and cancel use the executor's HTTP API when\n"
-            "WARREN_API_URL is set (WARREN_API_KEY: the key), else the database.\n"
+            "submit, get, list, workers, cancel, dlq and staleness use the executor's HTTP\n"
+            "API when WARREN_API_URL is set (WARREN_API_KEY: the key), else the database.\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }
 

@@ -14,5 +14,10 @@
 int action_timeouts_check(const char *spec, char *why, size_t whylen) WARN_UNUSED;
 /* The seconds listed for action in a valid spec, or 0 when it is not listed. */
 int action_timeouts_lookup(const char *spec, const char *action);
+/* fn for every valid entry of spec in order: the action (len bytes, not NUL-terminated) and its
+ * seconds. The staleness keys use the same form (staleness.*_by_action). */
+void action_timeouts_each(const char *spec,
+                          void (*fn)(const char *action, size_t len, int seconds, void *arg),
+                          void *arg);
 
 #endif

@@ -79,6 +79,41 @@ typedef struct warren_config {
         int worker_identity;           /* ident_mode_t: 0 shared, 1 per_worker */
     } executor;
     struct {
+        int interval_s;  /* period of the staleness detector; 0 disables it */
+        int requested_s; /* thresholds per status; 0: never stale in that status */
+        int scheduled_s;
+        int running_s;
+        int warning_pct;           /* warn from this percentage of a threshold on */
+        char *requested_by_action; /* "action=seconds,..." overrides per action */
+        char *scheduled_by_action;
+        char *running_by_action;
+    } staleness;
+    struct {
+        bool enabled;   /* publish ExecutionDeadLettered events */
+        char *exchange; /* durable topic exchange, declared by the executor */
+        char *dead_lettered_key;
+        int interval_ms;      /* the emitter's and reconciler's period */
+        int retry_initial_ms; /* first delay after a failed publish, doubling ... */
+        int retry_max_ms;     /* ... up to this */
+    } events;
+    struct {
+        int default_rate; /* records per second of a bulk redrive task that names none */
+        int max_rate;     /* the highest rate a task may ask for (at most DLQ_RATE_MAX) */
+    } redrive;
+    struct {
+        int interval_s; /* period of the retention rounds; 0 disables them */
+        int batch_size; /* rows deleted per statement */
+    } retention;
+    struct {
+        int retention_days; /* closed records resolved longer ago are pruned; 0: never */
+    } dead_letters;
+    struct {
+        int retention_days; /* terminal executions ended longer ago are pruned; 0: never */
+    } executions;
+    struct {
+        int retention_days; /* history rows of terminal executions older than this; 0: never */
+    } execution_history;
+    struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
         char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
         char *keys_file; /* one key per line: NAME SCOPE SECRET */

@@ -25,7 +25,7 @@ typedef struct http_limits {
     int idle_timeout_s;      /* a kept-alive connection without a request is closed */
 } http_limits_t;
 
-enum { HTTP_GET = 1, HTTP_POST = 2 };
+enum { HTTP_GET = 1, HTTP_POST = 2, HTTP_PATCH = 4 };
 
 #define HTTP_MAX_PARAMS 4
 
@@ -33,7 +33,7 @@ enum { HTTP_GET = 1, HTTP_POST = 2 };
  * handler returns. */
 typedef struct http_req {
     struct evhttp_request *req;
-    int method;                          /* HTTP_GET or HTTP_POST */
+    int method;                          /* HTTP_GET, HTTP_POST or HTTP_PATCH */
     const char *path;                    /* decoded, without the query */
     const char *params[HTTP_MAX_PARAMS]; /* the {} segments of the route, in order */
     struct evkeyvalq query;              /* parsed query string */
@@ -51,7 +51,7 @@ typedef struct http_server http_server_t;
 http_server_t *http_new(struct event_base *base, const char *name, const http_limits_t *limits);
 void http_free(http_server_t *s);
 /*
- * Route methods (HTTP_GET | HTTP_POST) on pattern, whose segments are literal or "{}" (one
+ * Route methods (HTTP_GET | HTTP_POST | HTTP_PATCH) on pattern, whose segments are literal or "{}" (one
  * non-empty segment, handed over in r->params): "/api/v1/executions/{}/cancel". A path that
  * matches no pattern is 404; one whose pattern lacks the method is 405. -1 when the table is full.
  */

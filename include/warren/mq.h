@@ -90,6 +90,7 @@ typedef struct mq_message {
     const char *execution_id;   /* optional; sent as header "execution_id" */
     int attempt;                /* optional (0: none); sent as header "attempt" */
     const char *action_ref;     /* optional; sent as header "action_ref" */
+    int redrive_count;          /* optional (0: none); sent as header "redrive_count" */
     bool mandatory;             /* unroutable -> MQ_ERR_RETURNED */
     int64_t expiration_ms;      /* per-message TTL; 0: none */
 } mq_message_t;

@@ -34,6 +34,10 @@ int topo_declare_worker(mq_client_t *c, const warren_config_t *cfg, const char *
 int topo_declare_control(mq_client_t *c, const warren_config_t *cfg, const char *worker_id,
                          char *err, size_t errlen) WARN_UNUSED;
 
+/* Declare the events exchange (durable topic; events.exchange) on c, connecting it first when
+ * it is not (within the reconnect backoff). -1 with err. */
+int topo_declare_events(mq_client_t *c, const char *exchange, char *err, size_t errlen) WARN_UNUSED;
+
 /* Messages ready in queue (a passive declare: unacked deliveries are not counted), on a
  * connected client; -1 with err when it is not connected or the queue is missing. */
 int topo_queue_messages(mq_client_t *c, const char *queue, int64_t *messages, char *err,

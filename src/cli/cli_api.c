@@ -107,12 +107,18 @@ int cli_api_request(const char *cmd, const char *method, const char *path, const
         evhttp_add_header(h, "X-API-Key", key);
     if (body) {
         evhttp_add_header(h, "Content-Type", "application/json");
+        /* libevent adds it for POST and PUT only; a PATCH body would go unannounced */
+        char length[24];
+        snprintf(length, sizeof length, "%zu", strlen(body));
+        evhttp_add_header(h, "Content-Length", length);
         evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
     }
     char full[2048];
     snprintf(full, sizeof full, "%s%s", prefix, path);
-    if (evhttp_make_request(conn, req, strcmp(method, "POST") ? EVHTTP_REQ_GET : EVHTTP_REQ_POST,
-                            full) == 0)
+    enum evhttp_cmd_type type = !strcmp(method, "POST")    ? EVHTTP_REQ_POST
+                                : !strcmp(method, "PATCH") ? EVHTTP_REQ_PATCH
+                                                           : EVHTTP_REQ_GET;
+    if (evhttp_make_request(conn, req, type, full) == 0)
         while (!r.done && event_base_loop(base, EVLOOP_ONCE) == 0)
             ;
     evhttp_connection_free(conn);

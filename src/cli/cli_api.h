@@ -14,7 +14,7 @@
 const char *cli_api_url(void);
 
 /*
- * One request ("GET" or "POST"; body NULL for none) to path below the API URL. Returns the
+ * One request ("GET", "POST" or "PATCH"; body NULL for none) to path below the API URL. Returns the
  * HTTP status with the body in *out (malloc'd, NUL-terminated; the caller frees it), or -1
  * after printing "warren CMD: ..." when there was no answer.
  */

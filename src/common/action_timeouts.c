@@ -46,19 +46,37 @@ int action_timeouts_check(const char *spec, char *why, size_t whylen)
     return 0;
 }
 
+typedef struct lookup {
+    const char *action;
+    int seconds;
+} lookup_t;
+
+static void lookup_one(const char *action, size_t len, int seconds, void *arg)
+{
+    lookup_t *l = arg;
+    if (!l->seconds && len == strlen(l->action) && !strncmp(action, l->action, len))
+        l->seconds = seconds;
+}
+
 int action_timeouts_lookup(const char *spec, const char *action)
 {
-    size_t want = strlen(action);
+    lookup_t l = {action, 0};
+    action_timeouts_each(spec, lookup_one, &l);
+    return l.seconds;
+}
+
+void action_timeouts_each(const char *spec,
+                          void (*fn)(const char *action, size_t len, int seconds, void *arg),
+                          void *arg)
+{
     for (const char *s = spec ? spec : ""; *s;) {
         const char *end = strchr(s, ',');
         if (!end)
             end = s + strlen(s);
         size_t name_len;
         long seconds;
-        if (parse_entry(s, end, &name_len, &seconds) == 0 && name_len == want &&
-            !strncmp(s, action, want))
-            return (int)seconds;
+        if (parse_entry(s, end, &name_len, &seconds) == 0)
+            fn(s, name_len, (int)seconds, arg);
         s = *end ? end + 1 : end;
     }
-    return 0;
 }

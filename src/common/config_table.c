@@ -150,6 +150,58 @@ const cfg_key_t cfg_table[] = {
     R_INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
           "Delay before a dead letter is retried after a database error"),
 
+    INT("staleness.interval_s", staleness.interval_s, "30", 0, 3600,
+        "Period of the staleness detector (docs/dead-letters.md); 0 disables it"),
+    R_INT("staleness.requested_s", staleness.requested_s, "86400", 0, 30 * 86400,
+          "Requested longer than this: the execution fails as stale (a staleness_timeout "
+          "record); 0: never"),
+    R_INT("staleness.scheduled_s", staleness.scheduled_s, "3600", 0, 30 * 86400,
+          "Scheduled longer than this: it fails as stale; 0: never"),
+    R_INT("staleness.running_s", staleness.running_s, "86400", 0, 30 * 86400,
+          "Running longer than this: it is abandoned as stale; 0: never"),
+    R_INT("staleness.warning_pct", staleness.warning_pct, "80", 1, 99,
+          "From this percentage of its threshold on an execution is in warning: a log line "
+          "naming it and warren_staleness_warnings_total"),
+    R_CHECKED_STR("staleness.requested_by_action", staleness.requested_by_action, "",
+                  action_timeouts_check, "Per-action requested thresholds, action=seconds,..."),
+    R_CHECKED_STR("staleness.scheduled_by_action", staleness.scheduled_by_action, "",
+                  action_timeouts_check, "Per-action scheduled thresholds, action=seconds,..."),
+    R_CHECKED_STR("staleness.running_by_action", staleness.running_by_action, "",
+                  action_timeouts_check, "Per-action running thresholds, action=seconds,..."),
+
+    BOOL("events.enabled", events.enabled, "true",
+         "Publish an ExecutionDeadLettered event for every dead-letter record, after it is "
+         "committed (docs/dead-letters.md)"),
+    STR("events.exchange", events.exchange, "attune.events",
+        "Events exchange (durable topic, declared by the executor)"),
+    STR("events.dead_lettered_routing_key", events.dead_lettered_key, "execution.dead_lettered",
+        "Routing key of ExecutionDeadLettered events"),
+    INT("events.interval_ms", events.interval_ms, "1000", 50, 600000,
+        "Period of the emitter, which also republishes every record not yet emitted "
+        "(the reconciler)"),
+    R_INT("events.retry_initial_ms", events.retry_initial_ms, "1000", 10, 600000,
+          "Delay after a failed event publish, doubling up to events.retry_max_ms"),
+    R_INT("events.retry_max_ms", events.retry_max_ms, "60000", 10, 3600000,
+          "Longest delay between event publish retries"),
+
+    R_INT("redrive.default_rate", redrive.default_rate, "50", 1, 500,
+          "Records per second of a bulk redrive task that names no rate"),
+    R_INT("redrive.max_rate", redrive.max_rate, "500", 1, 500,
+          "The highest rate a bulk redrive task may ask for (a faster one is refused)"),
+
+    INT("retention.interval_s", retention.interval_s, "3600", 0, 86400,
+        "Period of the retention rounds (docs/dead-letters.md); 0 disables them"),
+    R_INT("retention.batch_size", retention.batch_size, "1000", 1, 100000,
+          "Rows one retention statement deletes at most"),
+    R_INT("dead_letters.retention_days", dead_letters.retention_days, "0", 0, 36500,
+          "Closed dead-letter records resolved more than this many days ago are pruned "
+          "(pending and investigating ones never); 0: never"),
+    R_INT("executions.retention_days", executions.retention_days, "0", 0, 36500,
+          "Terminal executions that ended more than this many days ago are pruned with their "
+          "history (not while an open record names them); 0: never"),
+    R_INT("execution_history.retention_days", execution_history.retention_days, "0", 0, 36500,
+          "History rows of terminal executions older than this many days are pruned; 0: never"),
+
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
     R_OPAQUE_SECRET_STR(

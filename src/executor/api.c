@@ -62,37 +62,27 @@ bool api_authorize(executor_t *x, http_req_t *r, bool write, char *who, size_t w
     return true;
 }
 
-typedef struct query_work {
-    const char *sql;
-    int nparams;
-    const char *const *params;
-    PGresult *res;
+typedef struct txn_work {
+    dbc_work_fn fn;
+    void *arg;
     char sqlstate[6];
-} query_work_t;
+} txn_work_t;
 
-static int query_fn(PGconn *db, void *arg, char *err, size_t errlen)
+static int txn_fn(PGconn *db, void *arg, char *err, size_t errlen)
 {
-    query_work_t *q = arg;
-    PQclear(q->res);
-    q->res = NULL;
-    if (db_exec(db, q->sql, q->nparams, q->params, &q->res, err, errlen) == 0)
+    txn_work_t *t = arg;
+    if (t->fn(db, t->arg, err, errlen) == 0)
         return 0;
-    const char *state = strstr(err, "SQLSTATE ");
-    if (state)
-        snprintf(q->sqlstate, sizeof q->sqlstate, "%.5s", state + 9);
+    snprintf(t->sqlstate, sizeof t->sqlstate, "%s", db_last_sqlstate(db));
     return -1;
 }
 
-bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
-               const char *const *params, PGresult **out)
+bool api_transaction(executor_t *x, http_req_t *r, const char *what, dbc_work_fn fn, void *arg)
 {
-    query_work_t q = {.sql = sql, .nparams = nparams, .params = params};
-    dbc_result_t rc = dbc_transaction(&x->db, what, query_fn, &q);
-    if (rc == DBC_OK) {
-        *out = q.res;
+    txn_work_t t = {.fn = fn, .arg = arg};
+    dbc_result_t rc = dbc_transaction(&x->db, what, txn_fn, &t);
+    if (rc == DBC_OK)
         return true;
-    }
-    PQclear(q.res);
     if (rc == DBC_UNAVAILABLE) {
         int64_t wait_ms = x->db.next_try_ms - now_mono_ms();
         char retry[24];
@@ -100,14 +90,89 @@ bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, 
         http_add_header(r, "Retry-After", retry);
         http_error(r, 503, "database_unavailable", "the database is unreachable; retry after %s s",
                    retry);
-    } else if (q.sqlstate[0] == '2' && (q.sqlstate[1] == '2' || q.sqlstate[1] == '3')) {
+    } else if (t.sqlstate[0] == '2' && (t.sqlstate[1] == '2' || t.sqlstate[1] == '3')) {
         /* data exceptions and constraint violations: the input was wrong */
         http_error(r, 400, "bad_request", "the database refused the input (SQLSTATE %s)",
-                   q.sqlstate);
+                   t.sqlstate);
     } else {
         http_error(r, 500, "internal", "the database failed while %s", what);
     }
     return false;
+}
+
+typedef struct query_work {
+    const char *sql;
+    int nparams;
+    const char *const *params;
+    PGresult *res;
+} query_work_t;
+
+static int query_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    query_work_t *q = arg;
+    PQclear(q->res);
+    q->res = NULL;
+    return db_exec(db, q->sql, q->nparams, q->params, &q->res, err, errlen);
+}
+
+bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
+               const char *const *params, PGresult **out)
+{
+    query_work_t q = {.sql = sql, .nparams = nparams, .params = params};
+    if (api_transaction(x, r, what, query_fn, &q)) {
+        *out = q.res;
+        return true;
+    }
+    PQclear(q.res);
+    return false;
+}
+
+bool api_cursor(http_req_t *r, char *id_text, size_t len, const char **out)
+{
+    const char *c = http_query(r, "cursor");
+    *out = NULL;
+    if (!c)
+        return true;
+    const char *hex = c + strlen(API_CURSOR_PREFIX);
+    char *end;
+    unsigned long long v = 0;
+    bool ok = !strncmp(c, API_CURSOR_PREFIX, strlen(API_CURSOR_PREFIX)) && *hex &&
+              strlen(hex) <= 16 && strspn(hex, "0123456789abcdef") == strlen(hex);
+    if (ok) {
+        v = strtoull(hex, &end, 16);
+        ok = v >= 1 && v <= INT64_MAX;
+    }
+    if (!ok) {
+        http_error(r, 400, "bad_request", "cursor: not one this API gave out");
+        return false;
+    }
+    snprintf(id_text, len, "%llu", v);
+    *out = id_text;
+    return true;
+}
+
+bool api_limit(http_req_t *r, char *limit, size_t len)
+{
+    const char *l = http_query(r, "limit");
+    long n = API_LIST_DEFAULT_LIMIT;
+    char *end = NULL;
+    if (l && (strspn(l, "0123456789") != strlen(l) || !*l || strlen(l) > 6 ||
+              (n = strtol(l, &end, 10)) < 1 || n > API_LIST_MAX_LIMIT)) {
+        http_error(r, 400, "bad_request", "limit: a whole number 1-%d", API_LIST_MAX_LIMIT);
+        return false;
+    }
+    snprintf(limit, len, "%ld", n);
+    return true;
+}
+
+void api_next_cursor(PGresult *res, int last_col, int n_col, const char *limit, char *next,
+                     size_t len)
+{
+    snprintf(next, len, "null");
+    if (strtol(PQgetvalue(res, 0, n_col), NULL, 10) == strtol(limit, NULL, 10) &&
+        !PQgetisnull(res, 0, last_col))
+        snprintf(next, len, "\"" API_CURSOR_PREFIX "%llx\"",
+                 strtoull(PQgetvalue(res, 0, last_col), NULL, 10));
 }
 
 json_object *api_parse_json(const char *body, size_t len, int *code, char *err, size_t errlen)
@@ -158,16 +223,71 @@ json_object *api_body_json(http_req_t *r)
     return v;
 }
 
-bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen)
+int api_fields(json_object *in, const char *const *known, char *err, size_t errlen)
+{
+    if (!json_object_is_type(in, json_type_object)) {
+        snprintf(err, errlen, "the body is a JSON object, not %s", jf_kind(in));
+        return -1;
+    }
+    json_object_object_foreach(in, key, val) {
+        (void)val;
+        bool ok = false;
+        for (size_t i = 0; known[i] && !ok; i++)
+            ok = !strcmp(key, known[i]);
+        if (!ok) {
+            char list[256] = "";
+            size_t o = 0;
+            for (size_t i = 0; known[i] && o < sizeof list; i++)
+                o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", known[i]);
+            snprintf(err, errlen, "unknown field '%.*s' (known: %s)", utf8_prec(key, 64), key,
+                     list);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int api_pin(json_object *in, const char **worker, bool *unpin, char *err, size_t errlen)
+{
+    jf_t f = {in, NULL, err, errlen};
+    json_object *u = NULL;
+    int has_unpin = 0;
+    *worker = NULL;
+    *unpin = false;
+    if (jf_string(&f, "worker", false, WORKER_ID_MAX, worker) < 0 ||
+        (has_unpin = jf_value(&f, "unpin", false, &u)) < 0)
+        return -1;
+    if (*worker && !ids_worker_valid(*worker)) {
+        snprintf(err, errlen, "worker: %s", IDS_WORKER_RULE);
+        return -1;
+    }
+    if (has_unpin && !json_object_is_type(u, json_type_boolean)) {
+        snprintf(err, errlen, "unpin: true or false");
+        return -1;
+    }
+    *unpin = has_unpin && json_object_get_boolean(u);
+    if (*unpin && *worker) {
+        snprintf(err, errlen, "give worker or unpin, not both");
+        return -1;
+    }
+    return 0;
+}
+
+bool api_path_id(http_req_t *r, size_t i, const char *what, int64_t *id, char *text, size_t textlen)
 {
     const char *s = r->params[i];
     if (ids_execution_id_parse(s, strlen(s), id) != 0) {
-        http_error(r, 400, "bad_request", "'%.*s' is not an execution id (a positive integer)",
-                   utf8_prec(s, 40), s);
+        http_error(r, 400, "bad_request", "'%.*s' is not %s id (a positive integer)",
+                   utf8_prec(s, 40), s, what);
         return false;
     }
     snprintf(text, textlen, "%" PRId64, *id);
     return true;
+}
+
+bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen)
+{
+    return api_path_id(r, i, "an execution", id, text, textlen);
 }
 
 /* ---- health ---- */
@@ -256,7 +376,16 @@ static int add_routes(executor_t *x)
            http_route(s, HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
            http_route(s, HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
            http_route(s, HTTP_POST, "/api/v1/executions/{}/cancel", cancel_handle, x) ||
-           http_route(s, HTTP_GET, "/api/v1/workers", api_workers, x);
+           http_route(s, HTTP_GET, "/api/v1/workers", api_workers, x) ||
+           http_route(s, HTTP_GET, "/api/v1/dead-letters", api_dl_list, x) ||
+           http_route(s, HTTP_GET, "/api/v1/dead-letters/stats", api_dl_stats, x) ||
+           http_route(s, HTTP_POST, "/api/v1/dead-letters/purge", api_dl_purge, x) ||
+           http_route(s, HTTP_GET | HTTP_PATCH, "/api/v1/dead-letters/{}", api_dl_one, x) ||
+           http_route(s, HTTP_POST, "/api/v1/dead-letters/{}/redrive", api_dl_redrive, x) ||
+           http_route(s, HTTP_GET, "/api/v1/staleness", api_staleness, x) ||
+           http_route(s, HTTP_GET | HTTP_POST, "/api/v1/redrive-tasks", api_redrive_tasks, x) ||
+           http_route(s, HTTP_GET, "/api/v1/redrive-tasks/{}", api_redrive_task, x) ||
+           http_route(s, HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel, x);
 }
 
 int api_start(executor_t *x)

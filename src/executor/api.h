@@ -24,6 +24,23 @@ bool api_authorize(executor_t *x, http_req_t *r, bool write, char *who, size_t w
 bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
                const char *const *params, PGresult **out);
 
+/* api_query's answers for any transaction: fn runs inside one, its failures become 503, 400
+ * or 500. */
+bool api_transaction(executor_t *x, http_req_t *r, const char *what, dbc_work_fn fn, void *arg);
+
+#define API_CURSOR_PREFIX "c1."
+#define API_LIST_DEFAULT_LIMIT 100
+#define API_LIST_MAX_LIMIT 1000
+/* The cursor parameter ("c1." and an id in hex) as a decimal id in id_text (*out NULL when
+ * absent); 400 when it is not one this API gave out. */
+bool api_cursor(http_req_t *r, char *id_text, size_t len, const char **out);
+/* The limit parameter (default API_LIST_DEFAULT_LIMIT) as text; 400 unless 1..max. */
+bool api_limit(http_req_t *r, char *limit, size_t len);
+/* next_cursor of a page: the JSON text of the cursor after the row's last id (column last_col)
+ * when the page is full (column n_col equals limit), else null. */
+void api_next_cursor(PGresult *res, int last_col, int n_col, const char *limit, char *next,
+                     size_t len);
+
 /* The body as JSON: 415 unless Content-Type is application/json, 400 unless it is one JSON
  * value in valid UTF-8 without NUL characters in strings. The caller puts the value. */
 json_object *api_body_json(http_req_t *r);
@@ -36,6 +53,17 @@ json_object *api_parse_json(const char *body, size_t len, int *code, char *err, 
  * rewritten for q_submit: one object per submission appended to rows. -1 with err (a 400). */
 int api_submissions(json_object *in, json_object *rows, char *err, size_t errlen);
 
+/* in is a JSON object whose members are all among known (NULL-terminated); -1 with err (a
+ * 400) naming the first other one. Pure. */
+int api_fields(json_object *in, const char *const *known, char *err, size_t errlen);
+/* The members "worker" (a worker id: pin the new attempt there) and "unpin" (true: let the
+ * scheduler choose) of a redrive's body, at most one of them; -1 with err (a 400). Pure. */
+int api_pin(json_object *in, const char **worker, bool *unpin, char *err, size_t errlen);
+
+/* The path parameter at i as an id (positive, as execution ids are) of what ("a dead letter");
+ * 400 when it is none. */
+bool api_path_id(http_req_t *r, size_t i, const char *what, int64_t *id, char *text,
+                 size_t textlen);
 /* The path parameter at i as an execution id; 400 when it is none. */
 bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen);
 
@@ -44,5 +72,12 @@ void api_submit(http_req_t *r, void *arg);
 void api_get_execution(http_req_t *r, void *arg);
 void api_list_executions(http_req_t *r, void *arg);
 void api_workers(http_req_t *r, void *arg);
+
+/* api_dlq.c: /api/v1/dead-letters */
+void api_dl_list(http_req_t *r, void *arg);
+void api_dl_stats(http_req_t *r, void *arg);
+void api_dl_one(http_req_t *r, void *arg);
+void api_dl_redrive(http_req_t *r, void *arg);
+void api_dl_purge(http_req_t *r, void *arg);
 
 #endif

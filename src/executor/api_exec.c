@@ -14,9 +14,6 @@
 #include "warren/utf8.h"
 
 #define API_BATCH_MAX 1000
-#define LIST_DEFAULT_LIMIT 100
-#define LIST_MAX_LIMIT 1000
-#define CURSOR_PREFIX "c1."
 
 /* ---- submit ---- */
 
@@ -181,31 +178,6 @@ static bool filter_text(http_req_t *r, const char *name, size_t max, const char 
     return true;
 }
 
-/* The cursor: "c1." and the last id of the previous page in hex; opaque to clients. */
-static bool parse_cursor(http_req_t *r, char *id_text, size_t len, const char **out)
-{
-    const char *c = http_query(r, "cursor");
-    *out = NULL;
-    if (!c)
-        return true;
-    const char *hex = c + strlen(CURSOR_PREFIX);
-    char *end;
-    unsigned long long v = 0;
-    bool ok = !strncmp(c, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) && *hex && strlen(hex) <= 16 &&
-              strspn(hex, "0123456789abcdef") == strlen(hex);
-    if (ok) {
-        v = strtoull(hex, &end, 16);
-        ok = v >= 1 && v <= INT64_MAX;
-    }
-    if (!ok) {
-        http_error(r, 400, "bad_request", "cursor: not one this API gave out");
-        return false;
-    }
-    snprintf(id_text, len, "%llu", v);
-    *out = id_text;
-    return true;
-}
-
 static bool list_params(executor_t *x, http_req_t *r, const char **p, char *since, char *cursor,
                         char *limit)
 {
@@ -214,7 +186,7 @@ static bool list_params(executor_t *x, http_req_t *r, const char **p, char *sinc
     (void)x;
     if (!http_query_only(r, allowed) || !filter_text(r, "status", 32, &p[0]) ||
         !filter_text(r, "action", ACTION_REF_MAX, &p[1]) ||
-        !filter_text(r, "worker", WORKER_ID_MAX, &p[2]) || !parse_cursor(r, cursor, 24, &p[4]))
+        !filter_text(r, "worker", WORKER_ID_MAX, &p[2]) || !api_cursor(r, cursor, 24, &p[4]))
         return false;
     exec_status_t st;
     if (p[0] && trans_status_parse(p[0], &st) != 0) {
@@ -231,15 +203,8 @@ static bool list_params(executor_t *x, http_req_t *r, const char **p, char *sinc
     if (s)
         ts_format_us(us, since, TS_TEXT_MAX);
     p[3] = s ? since : NULL;
-    const char *l = http_query(r, "limit");
-    long n = LIST_DEFAULT_LIMIT;
-    char *end = NULL;
-    if (l && (strspn(l, "0123456789") != strlen(l) || !*l || strlen(l) > 6 ||
-              (n = strtol(l, &end, 10)) < 1 || n > LIST_MAX_LIMIT)) {
-        http_error(r, 400, "bad_request", "limit: a whole number 1-%d", LIST_MAX_LIMIT);
+    if (!api_limit(r, limit, 16))
         return false;
-    }
-    snprintf(limit, 16, "%ld", n);
     p[5] = limit;
     return true;
 }
@@ -254,11 +219,8 @@ void api_list_executions(http_req_t *r, void *arg)
     PGresult *res = NULL;
     if (!api_query(x, r, "listing executions", q_execution_list, 6, p, &res))
         return;
-    long n = strtol(PQgetvalue(res, 0, 2), NULL, 10);
-    char next[64] = "null";
-    if (n == strtol(limit, NULL, 10) && !PQgetisnull(res, 0, 1))
-        snprintf(next, sizeof next, "\"" CURSOR_PREFIX "%llx\"",
-                 strtoull(PQgetvalue(res, 0, 1), NULL, 10));
+    char next[64];
+    api_next_cursor(res, 1, 2, limit, next, sizeof next);
     const char *doc = PQgetvalue(res, 0, 0);
     size_t len = strlen(doc) + 64;
     char *body = malloc(len);

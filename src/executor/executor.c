@@ -126,6 +126,15 @@ static void on_monitor(evutil_socket_t fd, short what, void *arg)
         monitor_run(x);
 }
 
+static void on_round(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct executor_round *r = arg;
+    if (!r->x->draining)
+        r->run(r->x);
+}
+
 /* The oldest dead letter c holds unacked, in seconds. */
 static uint64_t held_age_s(const consumer_t *c, int64_t now_s)
 {
@@ -173,6 +182,8 @@ static void drain(executor_t *x)
     evtimer_del(&x->sched_ev);
     evtimer_del(&x->monitor_ev);
     listener_stop(&x->listener);
+    for (size_t i = 0; i < sizeof x->rounds / sizeof x->rounds[0]; i++)
+        evtimer_del(&x->rounds[i].ev);
     each_consumer(x, consumer_finish);
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
@@ -333,6 +344,28 @@ static int setup_events(executor_t *x)
     evtimer_assign(&x->sched_ev, x->base, on_sched, x);
     /* Set up even when the monitor is off, so that drain can simply delete it. */
     evtimer_assign(&x->monitor_ev, x->base, on_monitor, x);
+    backoff_init(&x->events_backoff, x->cfg->events.retry_initial_ms, x->cfg->events.retry_max_ms);
+    /* The rounds and their periods in ms; 0: off (set up all the same, for drain). */
+    const struct {
+        void (*run)(executor_t *x);
+        int64_t ms;
+    } rounds[] = {
+        {staleness_run, (int64_t)x->cfg->staleness.interval_s * 1000},
+        {events_run, x->cfg->events.enabled ? x->cfg->events.interval_ms : 0},
+        {redrive_tasks_run, redrive_tasks_tick_ms()},
+        {retention_run, (int64_t)x->cfg->retention.interval_s * 1000},
+    };
+    _Static_assert(sizeof rounds / sizeof rounds[0] == sizeof x->rounds / sizeof x->rounds[0],
+                   "one timer per round");
+    bool rounds_ok = true;
+    for (size_t i = 0; i < sizeof rounds / sizeof rounds[0]; i++) {
+        struct executor_round *r = &x->rounds[i];
+        r->x = x;
+        r->run = rounds[i].run;
+        evtimer_assign(&r->ev, x->base, on_round, r);
+        if (rounds[i].ms > 0 && evloop_every(&r->ev, x->base, rounds[i].ms, on_round, r) != 0)
+            rounds_ok = false;
+    }
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
     int64_t monitor_s = x->cfg->executor.monitor_interval_s; /* 0: off */
     bool ok = evloop_arm(&x->sched_ev, 0) == 0 &&
@@ -340,7 +373,7 @@ static int setup_events(executor_t *x)
               evloop_every(&x->stats_ev, x->base, STATS_INTERVAL_S * 1000, on_stats, x) == 0 &&
               (monitor_s == 0 ||
                evloop_every(&x->monitor_ev, x->base, monitor_s * 1000, on_monitor, x) == 0) &&
-              evloop_signals_init(&x->signals, x->base, on_stop, x) == 0 &&
+              rounds_ok && evloop_signals_init(&x->signals, x->base, on_stop, x) == 0 &&
               evloop_watchdog(&x->watchdog_ev, x->base) == 0;
     if (!ok)
         log_kv(LOG_ERROR, "cannot set up the event loop", NULL);

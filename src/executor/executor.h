@@ -15,6 +15,7 @@
 #include "executor/listen.h"
 #include "executor/scheduler.h"
 #include "executor/stats.h"
+#include "warren/backoff.h"
 #include "warren/config.h"
 #include "warren/evloop.h"
 #include "warren/exec_status.h"
@@ -58,6 +59,16 @@ typedef struct executor {
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
     struct event pump_ev, monitor_ev, stats_ev, watchdog_ev;
+    /* Rounds on timers of their own, each skipped while draining (executor.c, rounds[]):
+     * staleness, dead-letter events, bulk redrive tasks, retention. */
+    struct executor_round {
+        struct event ev;
+        struct executor *x;
+        void (*run)(struct executor *x);
+    } rounds[4];
+    backoff_t events_backoff; /* failed dead-letter event publishes (events.c) */
+    int64_t events_next_ms;   /* monotonic: no event publish before this */
+    int redrive_failures;     /* bulk redrive batches the database refused in a row */
     evloop_signals_t signals;
     bool draining;
     /* the HTTP API, health and metrics (api.c) */
@@ -106,6 +117,21 @@ void monitor_run(executor_t *x);
  * transaction, right after a heartbeat names a new incarnation, and the monitor's passes. */
 int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
                       size_t errlen) WARN_UNUSED;
+
+/* staleness.c: one round of the staleness detector (staleness.*); GET /api/v1/staleness. */
+void staleness_run(executor_t *x);
+void api_staleness(http_req_t *r, void *arg);
+/* redrive_tasks.c: one turn of every active bulk redrive task, at redrive_tasks_tick_ms();
+ * POST/GET /api/v1/redrive-tasks, GET /api/v1/redrive-tasks/{id}, POST .../{id}/cancel. */
+void redrive_tasks_run(executor_t *x);
+int64_t redrive_tasks_tick_ms(void);
+void api_redrive_tasks(http_req_t *r, void *arg);
+void api_redrive_task(http_req_t *r, void *arg);
+void api_redrive_task_cancel(http_req_t *r, void *arg);
+/* retention.c: one retention round (retention.*, *.retention_days). */
+void retention_run(executor_t *x);
+/* events.c: one round of the dead-letter event emitter and reconciler (events.*). */
+void events_run(executor_t *x);
 
 /* api.c: the HTTP server on api.listen (none when ""): API routes, /livez, /readyz, /metrics.
  * -1 (logged) when keys or the address are wrong. */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <json-c/json.h>
 #include "executor/executor.h"
 #include "warren/db.h"
 #include "warren/log.h"
@@ -94,9 +95,34 @@ static int count_transitions(PGconn *db, executor_gauges_t *g, char *err, size_t
     return rc;
 }
 
+/* The breakers' states as the session setting warren.breakers, which the snapshot of every
+ * dead-letter record written on this connection takes (schema 020, warren_dl_snapshot). */
+static int record_breakers(PGconn *db, executor_t *x, char *err, size_t errlen)
+{
+    consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
+    size_t nc = executor_consumers(x, consumers);
+    json_object *b = json_object_new_object();
+    json_object_object_add(b, "publish",
+                           json_object_new_string(breaker_state_name(mq_breaker(x->pub)->state)));
+    for (size_t i = 0; i < nc; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "consume_%s", consumers[i]->name);
+        json_object_object_add(
+            b, name,
+            json_object_new_string(breaker_state_name(mq_breaker(consumers[i]->mq)->state)));
+    }
+    const char *p[] = {json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN)};
+    int rc = db_exec(db, "SELECT set_config('warren.breakers', $1, false)", 1, p, NULL, err,
+                     errlen);
+    json_object_put(b);
+    return rc;
+}
+
 static int refresh_fn(PGconn *db, void *arg, char *err, size_t errlen)
 {
     refresh_t *r = arg;
+    if (record_breakers(db, r->x, err, errlen) != 0)
+        return -1;
     char factor[16];
     snprintf(factor, sizeof factor, "%d", r->x->cfg->executor.heartbeat_stale_factor);
     const char *params[] = {factor};

@@ -40,8 +40,8 @@
  * (warren_wait_reason, schema 005).
  */
 #define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
-                      " e.timeout_s FROM executions e WHERE e.status = " EXEC_SQL(REQUESTED) \
-                      " AND "
+                      " e.timeout_s, e.redrive_count FROM executions e"                    \
+                      " WHERE e.status = " EXEC_SQL(REQUESTED) " AND "
 static const char claim_pinned_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NOT NULL"
     " ORDER BY e.created_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
@@ -97,6 +97,7 @@ typedef struct sched_job {
     int attempt;                              /* of the new dispatch */
     const char *action_ref, *params, *pinned; /* into the claim result */
     int timeout_s;
+    int redrive_count; /* manual redrives so far: the dispatch's redrive_count header */
     assign_job_t a;
     const char *worker;   /* chosen worker id, NULL when none */
     char fail_error[320]; /* no dispatch can be built: fail it */
@@ -159,6 +160,7 @@ static void add_jobs(sched_batch_t *b, PGresult *res)
         j->pinned = PQgetisnull(res, r, 3) ? NULL : PQgetvalue(res, r, 3);
         j->attempt = atoi(PQgetvalue(res, r, 4)) + 1;
         j->timeout_s = PQgetisnull(res, r, 5) ? 0 : atoi(PQgetvalue(res, r, 5));
+        j->redrive_count = atoi(PQgetvalue(res, r, 6));
         j->a.action_ref = j->action_ref;
         j->a.pinned_worker = j->pinned;
     }
@@ -471,6 +473,7 @@ static void publish(sched_t *s, sched_batch_t *b)
                                  .execution_id = j->id_text,
                                  .attempt = j->attempt,
                                  .action_ref = j->action_ref,
+                                 .redrive_count = j->redrive_count,
                                  .mandatory = true};
         job_of[m++] = i;
     }

@@ -36,6 +36,14 @@
     X(poison_stored)          /* unreadable messages kept as dead_letters rows */                  \
     X(results_after_cancel)   /* reports that arrived after a cancel, kept in the history */       \
     X(cancels_requested)      /* cancels applied (requested/scheduled/running) */                  \
+    X(dead_letters_redriven)  /* dead letters redriven (a new attempt of their execution) */       \
+    X(staleness_warnings)     /* executions past staleness.warning_pct of their threshold */       \
+    X(staleness_timeouts)     /* executions ended by the staleness detector */                     \
+    X(events_published)       /* ExecutionDeadLettered events confirmed by the broker */           \
+    X(events_failed)          /* event publishes that failed (the record stays unemitted) */       \
+    X(pruned_dead_letters)    /* closed dead-letter records pruned by retention */                 \
+    X(pruned_executions)      /* terminal executions pruned by retention */                        \
+    X(pruned_history)         /* history rows pruned by retention */                               \
     X(cancel_messages)        /* control messages confirmed to a worker */                         \
     X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
 

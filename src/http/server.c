@@ -15,7 +15,7 @@
 #include "warren/http.h"
 #include "warren/log.h"
 
-#define MAX_ROUTES 16
+#define MAX_ROUTES 32
 #define PATH_MAX_BYTES 2048
 
 typedef struct route {
@@ -318,6 +318,7 @@ static int method_of(struct evhttp_request *req)
     switch (evhttp_request_get_command(req)) {
     case EVHTTP_REQ_GET: return HTTP_GET;
     case EVHTTP_REQ_POST: return HTTP_POST;
+    case EVHTTP_REQ_PATCH: return HTTP_PATCH;
     default: return 0;
     }
 }
@@ -337,9 +338,12 @@ static void dispatch(http_req_t *r, http_server_t *s, char *pbuf, size_t pbuflen
                 http_error(r, 500, "internal", "the handler gave no answer");
             return;
         }
-        snprintf(allow, sizeof allow, "%s%s%s", rt->methods & HTTP_GET ? "GET" : "",
-                 rt->methods == (HTTP_GET | HTTP_POST) ? ", " : "",
-                 rt->methods & HTTP_POST ? "POST" : "");
+        static const char *const names[] = {"GET", "POST", "PATCH"};
+        size_t o = 0;
+        allow[0] = '\0';
+        for (int m = 0; m < 3 && o < sizeof allow; m++)
+            if (rt->methods & (1 << m))
+                o += (size_t)snprintf(allow + o, sizeof allow - o, "%s%s", o ? ", " : "", names[m]);
     }
     if (!path_known) {
         http_error(r, 404, "not_found", "no such path");

@@ -19,6 +19,7 @@ static const char *const type_names[] = {
     [MSG_EXECUTION_COMPLETED] = "ExecutionCompleted",
     [MSG_WORKER_HEARTBEAT] = "WorkerHeartbeat",
     [MSG_EXECUTION_CANCEL_REQUESTED] = "ExecutionCancelRequested",
+    [MSG_EXECUTION_DEAD_LETTERED] = "ExecutionDeadLettered",
 };
 #define N_TYPES (sizeof type_names / sizeof type_names[0])
 

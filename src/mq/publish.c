@@ -60,7 +60,7 @@ static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_i
         p.expiration = amqp_cstring_bytes(expiration);
     }
     /* Headers name the execution for people browsing queues in the management UI. */
-    amqp_table_entry_t headers[3];
+    amqp_table_entry_t headers[4];
     int n = 0;
     if (m->execution_id)
         headers[n++] = text_header("execution_id", m->execution_id);
@@ -70,6 +70,11 @@ static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_i
             .value = {.kind = AMQP_FIELD_KIND_I32, .value.i32 = m->attempt}};
     if (m->action_ref)
         headers[n++] = text_header("action_ref", m->action_ref);
+    /* warren's own count of manual redrives (docs/dead-letters.md); x-death is the broker's */
+    if (m->redrive_count > 0)
+        headers[n++] = (amqp_table_entry_t){
+            .key = amqp_cstring_bytes("redrive_count"),
+            .value = {.kind = AMQP_FIELD_KIND_I32, .value.i32 = m->redrive_count}};
     if (n > 0) {
         p._flags |= AMQP_BASIC_HEADERS_FLAG;
         p.headers = (amqp_table_t){.num_entries = n, .entries = headers};

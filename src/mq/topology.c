@@ -197,6 +197,17 @@ int topo_queue_messages(mq_client_t *c, const char *queue, int64_t *messages, ch
     return 0;
 }
 
+int topo_declare_events(mq_client_t *c, const char *exchange, char *err, size_t errlen)
+{
+    if (!mq_connected(c) && mq_try_connect(c) != MQ_OK) {
+        snprintf(err, errlen, "not connected");
+        return -1;
+    }
+    topo_exchange_t x = {.type = "topic"};
+    snprintf(x.name, sizeof x.name, "%s", exchange);
+    return declare_exchange(c, &x, err, errlen);
+}
+
 /* ---- verifying ---- */
 
 typedef struct verify {

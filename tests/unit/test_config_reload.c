@@ -31,6 +31,21 @@ static const char *const reloadable[] = {
     "executor.running_grace_s",
     "executor.monitor_interval_s",
     "executor.dlq_retry_delay_ms",
+    "staleness.requested_s",
+    "staleness.scheduled_s",
+    "staleness.running_s",
+    "staleness.warning_pct",
+    "staleness.requested_by_action",
+    "staleness.scheduled_by_action",
+    "staleness.running_by_action",
+    "events.retry_initial_ms",
+    "events.retry_max_ms",
+    "redrive.default_rate",
+    "redrive.max_rate",
+    "retention.batch_size",
+    "dead_letters.retention_days",
+    "executions.retention_days",
+    "execution_history.retention_days",
     "api.keys",
     "api.keys_file",
     "api.auth_reads",
@@ -113,7 +128,7 @@ static void other_value(const cfg_key_t *k, char *buf, size_t len)
         snprintf(buf, len, "%s", strcmp(k->choices[0], k->def) ? k->choices[0] : k->choices[1]);
         return;
     case CT_STRING:
-        /* the one checked string is a list of action=seconds */
+        /* the checked strings are lists of action=seconds */
         snprintf(buf, len, "%s", k->check ? "some.action=7" : "changed-value");
         return;
     }

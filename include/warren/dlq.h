@@ -1,0 +1,109 @@
+/*
+ * Dead letters as a workflow (docs/dead-letters.md): the words, the filter, the statements and
+ * the redrive that the executor's API and `warren dlq` on the database URL share, so both
+ * print the same documents and give the same answers. src/db/dlq.c, src/db/reattempt.c.
+ */
+#ifndef WARREN_DLQ_H
+#define WARREN_DLQ_H
+
+#include <json-c/json.h>
+#include <libpq-fe.h>
+#include "warren/common.h"
+#include "warren/config.h"
+
+/* A bulk action on an id list takes at most this many ids. */
+#define DLQ_IDS_MAX 1000
+
+extern const char *const dlq_reasons[];     /* the investigation words, NULL-terminated */
+extern const char *const dlq_resolutions[]; /* the resolutions, NULL-terminated */
+bool dlq_word_known(const char *const *words, const char *w);
+
+/*
+ * A filter checked and normalised for the statements (schema 021's warren_dl_match): in is a
+ * JSON object (values may be strings, as a query string gives them) with resolution, reason,
+ * queue, action, execution_id, since, until, q and ids (an array of 1 to DLQ_IDS_MAX record ids;
+ * allow_ids false refuses it). A new object (the caller puts it), or NULL with err.
+ */
+json_object *dlq_filter(json_object *in, bool allow_ids, char *err, size_t errlen);
+
+/* Records matching filter $1 (jsonb) newest first, at most $2: "doc" (a JSON array), "last_id"
+ * (the smallest id, the next page's cursor) and "n". */
+extern const char q_dl_list[];
+/* One record's full document "doc" (the item, the raw message, the snapshot); $1 id. */
+extern const char q_dl_show[];
+/* Counts of the records matching $1: by reason, queue and resolution, the oldest pending age
+ * and the mean time to resolve, as "doc". */
+extern const char q_dl_stats[];
+/* Set resolution, notes, metadata of record $1 from $2 (a JSON object checked by
+ * dlq_patch_check) on behalf of $3; "doc" of the record after, no row: no such record. */
+extern const char q_dl_patch[];
+/* Delete the closed records matching $1 if they are exactly $2 (NULL: count only): "matched",
+ * "deleted". Pending and investigating records are never deleted. */
+extern const char q_dl_purge[];
+
+/* A PATCH body checked: resolution (a known word), notes (text or null), metadata (an object);
+ * at least one of them. 0, or -1 with err. */
+int dlq_patch_check(json_object *in, char *err, size_t errlen);
+
+/* What a redrive did. */
+typedef enum {
+    DLQ_REDRIVEN,     /* a new attempt was asked for; the record is manually_resolved */
+    DLQ_NOT_FOUND,    /* no such record */
+    DLQ_ALREADY,      /* the record was redriven before */
+    DLQ_CLOSED,       /* the record is closed (resolved otherwise) */
+    DLQ_NO_EXECUTION, /* the record names no execution, or one that does not exist */
+    DLQ_SKIPPED       /* the execution moved on (ended otherwise, running, another attempt) */
+} dlq_redrive_result_t;
+
+/*
+ * Redrive record id inside the caller's transaction: the record is locked, then the execution
+ * gets a new attempt through reattempt() (fenced: it must still be failed, timeout or abandoned
+ * on the attempt the record saw) and the record becomes manually_resolved by `by`, linked to
+ * it. worker: pin the new attempt there (NULL: keep the pin); unpin: let the scheduler choose.
+ * *doc gets the record's document after (malloc'd; NULL when not found), why a sentence for a
+ * refusal. -1 with err on a database error.
+ */
+int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, const char *by,
+                dlq_redrive_result_t *result, char **doc, char *why, size_t whylen, char *err,
+                size_t errlen) WARN_UNUSED;
+
+/*
+ * A new attempt of execution id, not counted against the retry policy: back to requested with
+ * attempt + 1 (a late report of the dead attempt is fenced out) and redrive_count + 1, pinned to
+ * worker (NULL: as it was; unpin: to none), with a history row noting `note`. Fenced: only if
+ * the execution is failed, timeout or abandoned on attempt `attempt`. 1 done (*new_attempt
+ * set), 0 fenced out (status: what it is now, "" when there is no such execution), -1 with err.
+ */
+int reattempt(PGconn *db, int64_t id, int attempt, const char *worker, bool unpin, const char *note,
+              int *new_attempt, char *status, size_t statuslen, char *err,
+              size_t errlen) WARN_UNUSED;
+
+/* ---- bulk redrive tasks (schema 024) ---- */
+
+#define DLQ_RATE_MAX 500 /* records per second: the hard cap of a task's rate */
+extern const char *const dlq_task_statuses[]; /* running, completed, cancelling, ... */
+/* The source a filter drains: its queue, or "*" for every queue. */
+const char *dlq_task_source(json_object *filter);
+/* Start a task: $1 filter (dlq_filter's), $2 source, $3 rate, $4 worker, $5 unpin, $6 by.
+ * One row "doc" (the task); no row when an active task drains the same source. */
+extern const char q_rt_create[];
+/* The active task of source $1: "id". */
+extern const char q_rt_active[];
+/* One task "doc"; $1 id. */
+extern const char q_rt_get[];
+/* Tasks newest first as a JSON array "doc": $1 status or NULL, $2 limit. */
+extern const char q_rt_list[];
+/* Ask task $1 to stop: a running one becomes cancelling (the executor then makes it
+ * cancelled). "before" (its status found) and "doc"; no row: no such task. */
+extern const char q_rt_cancel[];
+
+/* ---- staleness (schema 022) ---- */
+
+extern const char *const dlq_healths[]; /* healthy, warning, stale; NULL-terminated */
+/* The staleness.* keys as the JSON document schema 022's functions take (malloc'd text). */
+char *dlq_staleness_cfg(const warren_config_t *cfg);
+/* The non-terminal executions with time in state, threshold and health, oldest id first, as
+ * a JSON array "doc": $1 the thresholds (dlq_staleness_cfg), $2 a health or NULL, $3 limit. */
+extern const char q_staleness[];
+
+#endif

@@ -1,0 +1,292 @@
+/*
+ * /api/v1/dead-letters (docs/dead-letters.md, docs/api.md): list, stats, show, PATCH, redrive
+ * and purge. The filters, statements and the redrive are the CLI's (warren/dlq.h), so
+ * `warren dlq --json` prints the same documents either way.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/api.h"
+#include "warren/dlq.h"
+#include "warren/jsonfield.h"
+#include "warren/log.h"
+#include "warren/utf8.h"
+
+static const char *const filter_keys[] = {"resolution", "reason", "queue", "action", "execution_id",
+                                          "since",      "until",  "q",     NULL};
+
+/* The query string's filter as the statements take it (JSON text into *text, which the
+ * caller frees); false after answering 400. */
+static bool query_filter(http_req_t *r, const char *const *allowed, char **text)
+{
+    if (!http_query_only(r, allowed))
+        return false;
+    json_object *in = json_object_new_object();
+    for (size_t i = 0; filter_keys[i]; i++) {
+        const char *v = http_query(r, filter_keys[i]);
+        if (v)
+            json_object_object_add(in, filter_keys[i], json_object_new_string(v));
+    }
+    char err[ERRBUF_SIZE];
+    json_object *f = dlq_filter(in, false, err, sizeof err);
+    json_object_put(in);
+    if (!f) {
+        http_error(r, 400, "bad_request", "%s", err);
+        return false;
+    }
+    *text = strdup(json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN));
+    json_object_put(f);
+    return true;
+}
+
+/* The record id of the path; false after answering 400. */
+static bool record_id(http_req_t *r, int64_t *id, char *text, size_t len)
+{
+    return api_path_id(r, 0, "a dead letter", id, text, len);
+}
+
+/* {"items": doc, "next_cursor": next} */
+static void reply_page(http_req_t *r, const char *doc, const char *next)
+{
+    size_t len = strlen(doc) + strlen(next) + 32;
+    char *body = malloc(len);
+    if (!body) {
+        http_error(r, 503, "unavailable", "out of memory");
+        return;
+    }
+    snprintf(body, len, "{\"items\":%s,\"next_cursor\":%s}", doc, next);
+    http_reply_json(r, 200, body);
+    free(body);
+}
+
+void api_dl_list(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    static const char *const allowed[] = {"resolution",   "reason", "queue", "action",
+                                          "execution_id", "since",  "until", "q",
+                                          "limit",        "cursor", NULL};
+    char who[API_KEY_NAME_MAX + 1], limit[16], below[24];
+    const char *cursor = NULL;
+    char *filter = NULL;
+    if (!api_authorize(x, r, false, who, sizeof who) || !api_limit(r, limit, sizeof limit) ||
+        !api_cursor(r, below, sizeof below, &cursor) || !query_filter(r, allowed, &filter))
+        return;
+    if (cursor) { /* the cursor is one more filter member: ids below it */
+        json_object *f = json_tokener_parse(filter);
+        json_object_object_add(f, "below", json_object_new_string(cursor));
+        free(filter);
+        filter = strdup(json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN));
+        json_object_put(f);
+    }
+    const char *p[] = {filter, limit};
+    PGresult *res = NULL;
+    if (filter && api_query(x, r, "listing dead letters", q_dl_list, 2, p, &res)) {
+        char next[64];
+        api_next_cursor(res, 1, 2, limit, next, sizeof next);
+        reply_page(r, PQgetvalue(res, 0, 0), next);
+    } else if (!filter && !r->replied) {
+        http_error(r, 503, "unavailable", "out of memory");
+    }
+    PQclear(res);
+    free(filter);
+}
+
+void api_dl_stats(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    char who[API_KEY_NAME_MAX + 1];
+    char *filter = NULL;
+    if (!api_authorize(x, r, false, who, sizeof who) || !query_filter(r, filter_keys, &filter))
+        return;
+    const char *p[] = {filter};
+    PGresult *res = NULL;
+    if (api_query(x, r, "counting dead letters", q_dl_stats, 1, p, &res))
+        http_reply_json(r, 200, PQgetvalue(res, 0, 0));
+    PQclear(res);
+    free(filter);
+}
+
+static void show(executor_t *x, http_req_t *r, const char *id)
+{
+    const char *p[] = {id};
+    PGresult *res = NULL;
+    if (!api_query(x, r, "reading a dead letter", q_dl_show, 1, p, &res))
+        return;
+    if (PQntuples(res) == 0)
+        http_error(r, 404, "not_found", "no dead letter %s", id);
+    else
+        http_reply_json(r, 200, PQgetvalue(res, 0, 0));
+    PQclear(res);
+}
+
+static void patch(executor_t *x, http_req_t *r, const char *id)
+{
+    char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE];
+    if (!api_authorize(x, r, true, who, sizeof who))
+        return;
+    json_object *in = api_body_json(r);
+    if (!in)
+        return;
+    if (dlq_patch_check(in, err, sizeof err) != 0) {
+        http_error(r, 400, "bad_request", "%s", err);
+        json_object_put(in);
+        return;
+    }
+    const char *p[] = {id, json_object_to_json_string_ext(in, JSON_C_TO_STRING_PLAIN), who};
+    PGresult *res = NULL;
+    if (api_query(x, r, "updating a dead letter", q_dl_patch, 3, p, &res)) {
+        if (PQntuples(res) == 0) {
+            http_error(r, 404, "not_found", "no dead letter %s", id);
+        } else {
+            log_kv(LOG_INFO, "dead letter updated", "id", id, "by", who, "change", p[1], NULL);
+            http_reply_json(r, 200, PQgetvalue(res, 0, 0));
+        }
+    }
+    PQclear(res);
+    json_object_put(in);
+}
+
+void api_dl_one(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    char who[API_KEY_NAME_MAX + 1], id_text[24];
+    int64_t id;
+    if (r->method == HTTP_GET && !api_authorize(x, r, false, who, sizeof who))
+        return;
+    if (!record_id(r, &id, id_text, sizeof id_text))
+        return;
+    if (r->method == HTTP_GET)
+        show(x, r, id_text);
+    else
+        patch(x, r, id_text);
+}
+
+typedef struct redrive_work {
+    int64_t id;
+    const char *worker, *by;
+    bool unpin;
+    dlq_redrive_result_t result;
+    char *doc;
+    char why[300];
+} redrive_work_t;
+
+static int redrive_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    redrive_work_t *w = arg;
+    free(w->doc);
+    w->doc = NULL;
+    return dlq_redrive(db, w->id, w->worker, w->unpin, w->by, &w->result, &w->doc, w->why,
+                       sizeof w->why, err, errlen);
+}
+
+/* The optional body {"worker": ID} or {"unpin": true}; false after answering 400. */
+static bool redrive_body(http_req_t *r, json_object **in, const char **worker, bool *unpin)
+{
+    char err[ERRBUF_SIZE];
+    *in = NULL;
+    if (r->body_len == 0 || strspn(r->body, " \t\r\n") == r->body_len)
+        return true;
+    if (!(*in = api_body_json(r)))
+        return false;
+    static const char *const known[] = {"worker", "unpin", NULL};
+    bool ok = api_fields(*in, known, err, sizeof err) == 0 &&
+              api_pin(*in, worker, unpin, err, sizeof err) == 0;
+    if (!ok)
+        http_error(r, 400, "bad_request", "%s", err);
+    return ok;
+}
+
+void api_dl_redrive(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    char who[API_KEY_NAME_MAX + 1], id_text[24];
+    redrive_work_t w = {.by = who};
+    json_object *in = NULL;
+    if (!api_authorize(x, r, true, who, sizeof who) ||
+        !record_id(r, &w.id, id_text, sizeof id_text) ||
+        !redrive_body(r, &in, &w.worker, &w.unpin)) {
+        json_object_put(in);
+        return;
+    }
+    if (api_transaction(x, r, "redriving a dead letter", redrive_fn, &w)) {
+        if (w.result == DLQ_REDRIVEN) {
+            x->stats.dead_letters_redriven++;
+            log_kv(LOG_INFO, "dead letter redriven", "id", id_text, "by", who, NULL);
+            http_reply_json(r, 200, w.doc);
+        } else if (w.result == DLQ_NOT_FOUND) {
+            http_error(r, 404, "not_found", "%s", w.why);
+        } else {
+            http_error(r, 409, "conflict", "%s", w.why);
+        }
+    }
+    free(w.doc);
+    json_object_put(in);
+}
+
+/* {"filter": {...}, "expected_count": N} or {"filter": {...}, "dry_run": true}. */
+void api_dl_purge(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE] = "";
+    if (!api_authorize(x, r, true, who, sizeof who))
+        return;
+    json_object *in = api_body_json(r);
+    if (!in)
+        return;
+    jf_t f = {in, NULL, err, sizeof err};
+    static const char *const known[] = {"filter", "expected_count", "dry_run", NULL};
+    json_object *fin = NULL, *filter = NULL, *dry = NULL;
+    int64_t expected = -1;
+    int has_expected = 0, has_dry = 0;
+    bool ok = api_fields(in, known, err, sizeof err) == 0;
+    if (ok && (jf_object(&f, "filter", false, &fin) < 0 ||
+               (has_expected = jf_int(&f, "expected_count", false, 0, INT64_MAX, &expected)) < 0 ||
+               (has_dry = jf_value(&f, "dry_run", false, &dry)) < 0))
+        ok = false;
+    bool dry_run = ok && has_dry && json_object_get_boolean(dry);
+    if (ok && has_dry && !json_object_is_type(dry, json_type_boolean))
+        ok = !snprintf(err, sizeof err, "dry_run: true or false");
+    else if (ok && !has_expected && !dry_run)
+        ok = !snprintf(err, sizeof err,
+                       "give expected_count (the number of records to delete) or dry_run: true");
+    if (ok && !(filter = dlq_filter(fin, true, err, sizeof err)))
+        ok = false;
+    const char *res_word = NULL;
+    if (ok && filter) {
+        json_object *v;
+        if (json_object_object_get_ex(filter, "resolution", &v))
+            res_word = json_object_get_string(v);
+        if (res_word && (!strcmp(res_word, "pending") || !strcmp(res_word, "investigating")))
+            ok = !snprintf(err, sizeof err, "purge deletes closed records only, never %s ones",
+                           res_word);
+    }
+    if (!ok) {
+        http_error(r, 400, "bad_request", "%s", err);
+    } else {
+        char count[24];
+        snprintf(count, sizeof count, "%" PRId64, expected);
+        const char *p[] = {json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN),
+                           dry_run ? NULL : count};
+        PGresult *res = NULL;
+        if (api_query(x, r, "purging dead letters", q_dl_purge, 2, p, &res)) {
+            const char *matched = PQgetvalue(res, 0, 0), *deleted = PQgetvalue(res, 0, 1);
+            char body[160];
+            snprintf(body, sizeof body, "{\"matched\":%s,\"deleted\":%s,\"dry_run\":%s}", matched,
+                     deleted, dry_run ? "true" : "false");
+            if (!dry_run && strcmp(matched, count)) {
+                http_error(r, 409, "conflict",
+                           "expected_count is %s but %s closed records match: nothing deleted",
+                           count, matched);
+            } else {
+                if (!dry_run)
+                    log_kv(LOG_INFO, "dead letters purged", "deleted", deleted, "by", who, "filter",
+                           p[0], NULL);
+                http_reply_json(r, 200, body);
+            }
+        }
+        PQclear(res);
+    }
+    json_object_put(filter);
+    json_object_put(in);
+}

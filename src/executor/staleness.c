@@ -1,0 +1,108 @@
+/*
+ * The staleness detector (docs/dead-letters.md, "Staleness"): every staleness.interval_s, one
+ * round of schema 022's warren_staleness_sweep in batches of executor.batch_size: stale
+ * executions end (failed; abandoned when running) with a staleness_timeout record, and those
+ * past staleness.warning_pct of their threshold are named in a log line and counted, once per
+ * status and attempt. Several executors may run it at once (SKIP LOCKED, attempt fences, the
+ * record's dedup key). GET /api/v1/staleness shows every non-terminal execution's health.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "executor/api.h"
+#include "warren/db.h"
+#include "warren/dlq.h"
+#include "warren/log.h"
+
+#define STALENESS_ROUNDS 10
+#define STALENESS_LIST_DEFAULT 1000
+
+typedef struct sweep {
+    const char *params[2];
+    PGresult *res;
+} sweep_t;
+
+static int sweep_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    sweep_t *s = arg;
+    PQclear(s->res);
+    s->res = NULL;
+    return db_exec(db,
+                   "SELECT id, kind, from_status, to_status, coalesce(worker, ''),"
+                   " round(time_in_state_s::numeric, 1), threshold_s"
+                   " FROM warren_staleness_sweep($1::jsonb, $2::integer)",
+                   2, s->params, &s->res, err, errlen);
+}
+
+/* Log and count what one batch did; returns how many rows it had. */
+static int report(executor_t *x, PGresult *res)
+{
+    int n = PQntuples(res);
+    for (int r = 0; r < n; r++) {
+        const char *id = PQgetvalue(res, r, 0), *from = PQgetvalue(res, r, 2);
+        bool stale = !strcmp(PQgetvalue(res, r, 1), "stale");
+        if (stale) {
+            x->stats.staleness_timeouts++;
+            stats_dead_letter(&x->stats, "staleness_timeout", 1);
+        } else {
+            x->stats.staleness_warnings++;
+        }
+        log_kv(LOG_WARN,
+               stale ? "execution stale: ended, with a staleness_timeout record"
+                     : "execution nearing its staleness threshold",
+               "execution_id", id, "status", from, "to", PQgetvalue(res, r, 3), "worker",
+               PQgetvalue(res, r, 4), "time_in_state_s", PQgetvalue(res, r, 5), "threshold_s",
+               PQgetvalue(res, r, 6), NULL);
+    }
+    return n;
+}
+
+void staleness_run(executor_t *x)
+{
+    char *cfg = dlq_staleness_cfg(x->cfg), limit[16];
+    if (!cfg)
+        return;
+    snprintf(limit, sizeof limit, "%d", x->cfg->executor.batch_size);
+    sweep_t s = {.params = {cfg, limit}};
+    /* Full batches mean more are waiting; a bounded number of rounds keeps the loop turning. */
+    for (int round = 0; round < STALENESS_ROUNDS; round++) {
+        if (dbc_transaction(&x->db, "checking staleness", sweep_fn, &s) != DBC_OK)
+            break;
+        if (report(x, s.res) < x->cfg->executor.batch_size)
+            break;
+    }
+    PQclear(s.res);
+    free(cfg);
+}
+
+void api_staleness(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    static const char *const allowed[] = {"health", "limit", NULL};
+    char who[API_KEY_NAME_MAX + 1], limit[16];
+    if (!api_authorize(x, r, false, who, sizeof who) || !http_query_only(r, allowed) ||
+        !api_limit(r, limit, sizeof limit))
+        return;
+    const char *health = http_query(r, "health");
+    if (health && !dlq_word_known(dlq_healths, health)) {
+        http_error(r, 400, "bad_request", "health: healthy, warning or stale, not '%.40s'", health);
+        return;
+    }
+    char *cfg = dlq_staleness_cfg(x->cfg);
+    const char *p[] = {cfg, health, limit};
+    PGresult *res = NULL;
+    if (cfg && api_query(x, r, "reading staleness", q_staleness, 3, p, &res)) {
+        size_t len = strlen(PQgetvalue(res, 0, 0)) + strlen(cfg) + 48;
+        char *body = malloc(len);
+        if (body) {
+            snprintf(body, len, "{\"executions\":%s,\"thresholds\":%s}", PQgetvalue(res, 0, 0),
+                     cfg);
+            http_reply_json(r, 200, body);
+        }
+        free(body);
+    }
+    if (!r->replied)
+        http_error(r, 503, "unavailable", "out of memory");
+    PQclear(res);
+    free(cfg);
+}
