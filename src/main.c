@@ -16,6 +16,7 @@ static const struct {
     {"list", cmd_list, "list executions"},
     {"workers", cmd_workers, "list workers"},
     {"cancel", cmd_cancel, "cancel an execution"},
+    {"retry", cmd_retry, "retry a failed, timed out or abandoned execution by hand"},
     {"migrate", cmd_migrate, "apply database migrations"},
     {"topology", cmd_topology, "declare or verify the broker topology"},
     {"config", cmd_config, "check and print the effective configuration"},
@@ -30,7 +31,7 @@ static void usage(FILE *out)
     fprintf(out,
             "\nRun 'warren COMMAND --help' for a command's options.\n"
             "Configuration: -c FILE or WARREN_CONFIG; WARREN__SECTION__KEY overrides any key.\n"
-            "submit, get, list, workers and cancel use the executor's HTTP API when\n"
+            "submit, get, list, workers, cancel and retry use the executor's HTTP API when\n"
             "WARREN_API_URL is set (WARREN_API_KEY: the key), else the database.\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }

@@ -78,6 +78,17 @@ typedef struct warren_config {
         int worker_identity;           /* ident_mode_t: 0 shared, 1 per_worker */
     } executor;
     struct {
+        int max_attempts; /* the default retry policy (warren/retry.h, docs/retries.md) */
+        int backoff;      /* retry_backoff_t */
+        int64_t base_ms;
+        int factor;
+        int64_t max_ms;
+        char *jitter;      /* "full", "none" or "N%" */
+        char *retry_on;    /* "tempfail,worker_lost" */
+        char *never_retry; /* error types never retried, "a,b" */
+    } retry;
+    char *actions; /* per-action policies, "ACTION: field=value ...; ..." (CT_ACTIONS) */
+    struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
         char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
         char *keys_file; /* one key per line: NAME SCOPE SECRET */

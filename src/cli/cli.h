@@ -19,6 +19,7 @@ int cmd_get(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_workers(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
+int cmd_retry(int argc, char **argv);
 
 /*
  * Load the configuration for a command: -c FILE / WARREN_CONFIG, defaults, environment.

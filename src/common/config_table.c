@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include "common/config_table.h"
 #include "warren/action_timeouts.h"
+#include "warren/retry.h"
 #include "warren/version.h"
 
 static const char *const queue_types[] = {"classic", "quorum", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
 static const char *const worker_identities[] = {"shared", "per_worker", NULL};
+static const char *const backoffs[] = {"exponential", "polynomial", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
 /* clang-format off */
@@ -144,6 +146,33 @@ const cfg_key_t cfg_table[] = {
          "docs/security.md)"),
     R_INT("executor.dlq_retry_delay_ms", executor.dlq_retry_delay_ms, "1000", 10, 600000,
           "Delay before a dead letter is retried after a database error"),
+
+    R_INT("retry.max_attempts", retry.max_attempts, "1", 1, RETRY_MAX_ATTEMPTS,
+          "Default retry policy (docs/retries.md): attempts an execution gets, the first "
+          "included; 1 never retries. A submission's --max-attempts wins"),
+    R_ENUM("retry.backoff", retry.backoff, "exponential", backoffs,
+           "Delay before retry n: exponential min(base_ms * factor^(n-1), max_ms), or polynomial "
+           "min(n^4 s, max_ms)"),
+    R_INT("retry.base_ms", retry.base_ms, "1000", 1, RETRY_MAX_DELAY_MS,
+          "Exponential backoff: the first retry's delay before jitter"),
+    R_INT("retry.factor", retry.factor, "2", 1, 100, "Exponential backoff: growth per retry"),
+    R_INT("retry.max_ms", retry.max_ms, "3600000", 1, RETRY_MAX_DELAY_MS,
+          "No delay before jitter exceeds this"),
+    R_CHECKED_STR("retry.jitter", retry.jitter, "full", retry_jitter_check,
+                  "full: the delay drawn uniformly from [0, d]; N%: from d +- N% (1..100); none"),
+    R_CHECKED_STR("retry.retry_on", retry.retry_on, "tempfail,worker_lost", retry_on_check,
+                  "Outcomes retried, comma-separated: tempfail (exit code 75), failed (any "
+                  "failure), timeout, worker_lost (dispatch expired unconsumed, worker stale, "
+                  "offline or restarted). A cancelled execution is never retried"),
+    R_CHECKED_STR("retry.never_retry", retry.never_retry, "", retry_never_check,
+                  "Error types never retried, comma-separated: an error \"Type: text\" has the "
+                  "type Type"),
+    {"actions", CT_ACTIONS, OFF(actions), "", 0, 0, NULL, false, true,
+     "Per-action settings: a list of { action = \"NAME\"; retry = { max_attempts = 3; "
+     "retry_on = \"tempfail,timeout\"; ... }; }, each field of retry.* overridable (the others "
+     "come from retry.*); as text (environment): \"NAME: field=value ...; NAME: ...\". "
+     "`warren config check` prints every action's effective policy",
+     retry_actions_check, false},
 
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),

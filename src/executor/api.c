@@ -158,6 +158,28 @@ json_object *api_body_json(http_req_t *r)
     return v;
 }
 
+bool api_no_fields(http_req_t *r, const char *what)
+{
+    if (r->body_len == 0 || strspn(r->body, " \t\r\n") == r->body_len)
+        return true;
+    json_object *body = api_body_json(r);
+    if (!body)
+        return false;
+    bool empty = json_object_is_type(body, json_type_object) &&
+                 json_object_object_length(body) == 0;
+    json_object_put(body);
+    if (!empty)
+        http_error(r, 400, "bad_request", "a %s takes no fields; send {} or nothing", what);
+    return empty;
+}
+
+bool api_execution_verb(executor_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
+                        int64_t *id, char *text, size_t textlen)
+{
+    return api_authorize(x, r, true, who, wholen) && api_execution_id(r, 0, id, text, textlen) &&
+           api_no_fields(r, what);
+}
+
 bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen)
 {
     const char *s = r->params[i];
@@ -256,6 +278,7 @@ static int add_routes(executor_t *x)
            http_route(s, HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
            http_route(s, HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
            http_route(s, HTTP_POST, "/api/v1/executions/{}/cancel", cancel_handle, x) ||
+           http_route(s, HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x) ||
            http_route(s, HTTP_GET, "/api/v1/workers", api_workers, x);
 }
 

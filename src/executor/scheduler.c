@@ -39,15 +39,17 @@
  * backlog on every tick (docs/performance.md). Why a row waits is derived when it is read
  * (warren_wait_reason, schema 005).
  */
+/* Only rows that are due (a retry waits for its time, schema 015), in due order: one scan of
+ * the partial index executions_due_idx (executions_due_pinned_idx for pinned rows). */
 #define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
                       " e.timeout_s FROM executions e WHERE e.status = " EXEC_SQL(REQUESTED) \
-                      " AND "
+                      " AND e.due_at <= now() AND "
 static const char claim_pinned_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NOT NULL"
-    " ORDER BY e.created_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
+    " ORDER BY e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 static const char claim_free_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NULL AND e.action_ref = ANY($2::text[])"
-    " ORDER BY e.created_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
+    " ORDER BY e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 
 /* Locked in id order so executors scheduling at once take turns and count each other's work. */
 static const char lock_workers_sql[] =

@@ -37,7 +37,9 @@
     X(results_after_cancel)   /* reports that arrived after a cancel, kept in the history */       \
     X(cancels_requested)      /* cancels applied (requested/scheduled/running) */                  \
     X(cancel_messages)        /* control messages confirmed to a worker */                         \
-    X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
+    X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */         \
+    X(retries_scheduled)      /* ended attempts the retry policy sent back to requested */         \
+    X(retries_exhausted)      /* ended attempts whose policy was used up (max_retries_exceeded) */
 
 typedef struct executor_stats {
 #define STATS_FIELD(name) uint64_t name;
