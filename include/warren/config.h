@@ -109,7 +109,8 @@ typedef struct warren_config {
         int kill_grace_s;
         int shutdown_timeout_s;
         int max_output_bytes;
-        char *http_listen; /* host:port of /livez, /readyz, /metrics; "" disables it */
+        char *http_listen;  /* host:port of /livez, /readyz, /metrics; "" disables it */
+        int retire_after_s; /* the executor's: offline this long -> retired; 0: never */
     } worker;
     unsigned char source[96]; /* cfg_source_t per table row; managed by config.c */
     char *file;               /* the file read (NULL: none), read again by cfg_reload */

@@ -163,7 +163,7 @@ const cfg_key_t cfg_table[] = {
     R_CHECKED_STR("retry.retry_on", retry.retry_on, "tempfail,worker_lost", retry_on_check,
                   "Outcomes retried, comma-separated: tempfail (exit code 75), failed (any "
                   "failure), timeout, worker_lost (dispatch expired unconsumed, worker stale, "
-                  "offline or restarted). A cancelled execution is never retried"),
+                  "offline, restarted or retired). A cancelled execution is never retried"),
     R_CHECKED_STR("retry.never_retry", retry.never_retry, "", retry_never_check,
                   "Error types never retried, comma-separated: an error \"Type: text\" has the "
                   "type Type"),
@@ -219,6 +219,11 @@ const cfg_key_t cfg_table[] = {
           "On SIGTERM, how long in-flight executions may finish before they are killed"),
     R_INT("worker.max_output_bytes", worker.max_output_bytes, "1048576", 1024, 64 * 1024 * 1024,
           "Cap on a handler's captured stdout; the rest is discarded and marked truncated"),
+    R_INT("worker.retire_after_s", worker.retire_after_s, "3600", 0, 30 * 86400,
+          "The executor's setting, under worker. as issue 8 names it: a worker without a fresh "
+          "heartbeat whose last one is older than this is retired (what is left in its queue is "
+          "taken back: unpinned executions are retried, pinned ones fail; the queue is deleted; "
+          "the row says retired until the worker heartbeats again); 0: never"),
     STR("worker.http_listen", worker.http_listen, "",
         "host:port of the worker's /livez, /readyz and /metrics (e.g. \"0.0.0.0:9464\" in a pod); "
         "\"\" turns them off"),

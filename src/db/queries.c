@@ -32,7 +32,7 @@ const char q_workers[] =
     "SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.id), '[]')::text AS doc FROM ("
     " SELECT w.*, greatest(extract(epoch FROM now() - w.last_heartbeat), 0) AS heartbeat_age_s,"
     " warren_worker_live(w, $1::integer) AS live,"
-    " CASE WHEN w.status = 'offline' THEN 'offline'"
+    " CASE WHEN w.status IN ('offline', 'retired') THEN w.status"
     "   WHEN warren_worker_fresh(w, $1::integer)"
     "     THEN CASE WHEN w.status = 'online' AND warren_worker_live(w, $1::integer) THEN 'live'"
     "       WHEN w.status = 'online' THEN 'suspect' ELSE w.status END"

@@ -129,6 +129,8 @@ void api_keys_take(executor_t *x);
  * again for every canceling execution whose worker is live and was told more than a monitor
  * round ago. */
 void cancel_handle(http_req_t *r, void *arg);
+/* retire.c: retire the workers offline longer than worker.retire_after_s (the monitor). */
+void retire_run(executor_t *x);
 /* manual_retry.c: POST /api/v1/executions/{id}/retry. */
 void retry_handle(http_req_t *r, void *arg);
 void cancel_resend(executor_t *x);

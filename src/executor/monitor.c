@@ -302,5 +302,7 @@ void monitor_run(executor_t *x)
         if (!full)
             break;
     }
+    if (hearing)
+        retire_run(x);
     cancel_resend(x);
 }

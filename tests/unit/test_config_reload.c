@@ -49,6 +49,7 @@ static const char *const reloadable[] = {
     "worker.kill_grace_s",
     "worker.shutdown_timeout_s",
     "worker.max_output_bytes",
+    "worker.retire_after_s",
 };
 
 static char conf_path[64];
