@@ -188,6 +188,13 @@ static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[1
             inmsg_reject(&it->in, "stale_attempt",
                          "dispatch of attempt %d; the execution is on attempt %d", it->disp.attempt,
                          attempt);
+        } else if (st == EXEC_REQUESTED) {
+            /* That attempt ended and was retried (a copy of a dead letter handled already,
+             * redelivered): the next dispatch is a new attempt, which this must not fail. */
+            inmsg_reject(&it->in, "stale_attempt",
+                         "dispatch of attempt %d; that attempt ended and the execution is "
+                         "requested again (a retry)",
+                         it->disp.attempt);
         } else if (st == EXEC_RUNNING || st == EXEC_CANCELING) {
             /* The worker already reported this attempt running, so this is a leftover copy
              * of the dispatch (ack lost, requeued, expired): failing would kill healthy work.

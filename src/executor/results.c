@@ -290,6 +290,7 @@ static const char apply_sql[] =
     "   incarnation, reported_at, timeout_s, ord)"
     " JOIN executions o ON o.id = u.id" /* the row as it was, for the metrics */
     " WHERE e.id = u.id AND e.attempt = u.attempt AND (u.worker IS NULL OR e.worker = u.worker)"
+    "   AND e.status <> " EXEC_SQL(REQUESTED) /* retried: that attempt is over (retries.md) */
     "   AND (e.status || '>' || u.status) = ANY (ARRAY(SELECT f || '>' || t"
     "     FROM unnest($9::text[], $10::text[]) AS p(f, t)))"
     " RETURNING u.ord,"
@@ -447,7 +448,7 @@ static const char fail_unprocessable_sql[] =
     " wait_reason = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS u(id, attempt, error, worker)"
     " WHERE e.id = u.id AND e.attempt = u.attempt AND e.status = ANY($5::text[])"
-    "   AND (u.worker IS NULL OR e.worker = u.worker)"
+    "   AND e.status <> " EXEC_SQL(REQUESTED) " AND (u.worker IS NULL OR e.worker = u.worker)"
     " RETURNING e.id";
 /* clang-format on */
 

@@ -99,6 +99,17 @@ wait_until 20 "[ \"\$(exec_field $id5 status)\" = completed ]"
 assert_eq "2 1" "$(psql_q "select attempt || ' ' || manual_retries from executions where id = $id5")" \
     "one new attempt"
 
+# ---- a copy of a completion of an attempt that was retried changes nothing ----
+rid=$(psql_q "insert into executions (action_ref, status, worker, attempt, retries, due_at)
+              values ('core.fail', 'requested', '$w', 1, 1, now() + interval '1 hour') returning id")
+report "$w" "$rid" 1 failed null "a redelivered copy"
+sleep 2
+assert_eq "requested|1|0" \
+    "$(psql_q "select status || '|' || attempt || '|' || (select count(*) from execution_attempts
+               where execution_id = $rid) from executions where id = $rid")" \
+    "a redelivered completion of the retried attempt does not fail the retry"
+assert_contains "$("$WARREN_BIN" get "$rid")" "retry attempt due at" "warren get says what it waits for"
+
 # ---- the same over the API: the overrides on submit, POST .../retry, the attempts ----
 API="http://127.0.0.1:$(http_port ex)"
 expect 201 POST /api/v1/executions \
