@@ -201,6 +201,8 @@ static int field_text(const config_setting_t *f, char *buf, size_t len, char *wh
     }
     if (type == CONFIG_TYPE_STRING) {
         const char *v = config_setting_get_string(f);
+        if (!v)
+            v = "";
         if (strpbrk(v, " \t\n;:"))
             return fail(why, whylen, "'%.64s' holds a space, ';' or ':'", v);
         snprintf(buf, len, "%s", v);
@@ -215,6 +217,8 @@ static int field_text(const config_setting_t *f, char *buf, size_t len, char *wh
                 return fail(why, whylen, "expected strings in the list, got %s",
                             setting_type_name(config_setting_type(e)));
             const char *v = config_setting_get_string(e);
+            if (!v)
+                v = "";
             if (strpbrk(v, " \t\n;:,"))
                 return fail(why, whylen, "'%.64s' holds a space or one of ';:,'", v);
             o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? "," : "", v);

@@ -381,6 +381,17 @@ static void remember_declared(declared_set_t *s, const char *id)
         s->n++;
 }
 
+/* Its queue may be gone (a retired worker's is deleted, docs/retries.md): declare it again. */
+static void forget_declared(declared_set_t *s, const char *id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->ids[i], id)) {
+            free(s->ids[i]);
+            s->ids[i] = s->ids[--s->n];
+            return;
+        }
+}
+
 /*
  * A pinned worker may never have run (or be gone): declare its queue, with TTL and DLX, so the
  * dispatch waits there and expires into the dead-letter queue instead of being unroutable.
@@ -427,6 +438,8 @@ static void publish_failed(sched_t *s, const sched_job_t *j, int status)
     log_kv(LOG_WARN, "dispatch refused or never sent; moving it back to requested", "execution_id",
            j->id_text, "worker", j->worker, "status", mq_status_name(status), NULL);
     queue_settle(s, j->id, j->attempt, false);
+    if (j->a.worker == ASSIGN_PINNED) /* unroutable: its queue was deleted since (retired) */
+        forget_declared(&s->declared, j->worker);
 }
 
 /* Written without an answer (confirm timeout, connection lost after the write): the dispatch

@@ -3,7 +3,8 @@
 # dispatches still in its queue is retired by the executor: every message is taken back and
 # recorded (a worker_retired dead letter each), the unpinned executions are retried and reach
 # another worker, the pinned one fails saying why, the queue is deleted and the row says retired;
-# nothing is lost. The worker heartbeating again registers as online.
+# nothing is lost. A dispatch pinned to it afterwards waits in its queue declared again. The
+# worker heartbeating again registers as online.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -44,6 +45,13 @@ assert_eq "failed|Worker $a retired with this dispatch still queued|not_retryabl
     "the pinned execution fails saying why (its policy allows one attempt)"
 assert_eq retired "$("$WARREN_BIN" workers --json | jq -r --arg a "$a" '.[] | select(.id == $a) | .state')" \
     "warren workers says retired"
+
+# A dispatch pinned to the retired worker still waits in its queue (declared again), as for any
+# worker that is not there, and expires from it (worker.{id}.executions exists again).
+late=$(new_execution "$action" "$a")
+wait_until 15 "[ \"\$(psql_q \"select status from executions where id = $late
+                               and dispatch_confirmed_at is not null\")\" = scheduled ]"
+wait_until 10 "[ \"\$(queue_messages worker.$a.executions)\" = 1 ]"
 
 # Nothing lost: another worker gets the three.
 fake_worker b heir
