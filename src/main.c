@@ -18,6 +18,7 @@ static const struct {
     {"cancel", cmd_cancel, "cancel an execution"},
     {"dlq", cmd_dlq, "investigate, resolve, redrive and purge dead letters"},
     {"staleness", cmd_staleness, "non-terminal executions: time in state and health"},
+    {"retry", cmd_retry, "retry a failed, timed out or abandoned execution by hand"},
     {"migrate", cmd_migrate, "apply database migrations"},
     {"topology", cmd_topology, "declare or verify the broker topology"},
     {"config", cmd_config, "check and print the effective configuration"},
@@ -32,8 +33,8 @@ static void usage(FILE *out)
     fprintf(out,
             "\nRun 'warren COMMAND --help' for a command's options.\n"
             "Configuration: -c FILE or WARREN_CONFIG; WARREN__SECTION__KEY overrides any key.\n"
-            "submit, get, list, workers, cancel, dlq and staleness use the executor's HTTP\n"
-            "API when WARREN_API_URL is set (WARREN_API_KEY: the key), else the database.\n"
+            "submit, get, list, workers, cancel, retry, dlq and staleness use the executor's\n"
+            "HTTP API when WARREN_API_URL is set (WARREN_API_KEY: the key), else the database.\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }
 

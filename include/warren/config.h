@@ -114,6 +114,17 @@ typedef struct warren_config {
         int retention_days; /* history rows of terminal executions older than this; 0: never */
     } execution_history;
     struct {
+        int max_attempts; /* the default retry policy (warren/retry.h, docs/retries.md) */
+        int backoff;      /* retry_backoff_t */
+        int64_t base_ms;
+        int factor;
+        int64_t max_ms;
+        char *jitter;      /* "full", "none" or "N%" */
+        char *retry_on;    /* "tempfail,worker_lost" */
+        char *never_retry; /* error types never retried, "a,b" */
+    } retry;
+    char *actions; /* per-action policies, "ACTION: field=value ...; ..." (CT_ACTIONS) */
+    struct {
         char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
         char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
         char *keys_file; /* one key per line: NAME SCOPE SECRET */
@@ -134,7 +145,8 @@ typedef struct warren_config {
         int kill_grace_s;
         int shutdown_timeout_s;
         int max_output_bytes;
-        char *http_listen; /* host:port of /livez, /readyz, /metrics; "" disables it */
+        char *http_listen;  /* host:port of /livez, /readyz, /metrics; "" disables it */
+        int retire_after_s; /* the executor's: offline this long -> retired; 0: never */
     } worker;
     unsigned char source[96]; /* cfg_source_t per table row; managed by config.c */
     char *file;               /* the file read (NULL: none), read again by cfg_reload */

@@ -42,6 +42,10 @@
 /* Version 2. */
 #define WARREN_HANDLER_ABI_V2 2
 #define WARREN_HANDLER_SYMBOL_V2 "warren_handler_v2"
+/* What run() returns (both versions) for a temporary failure worth a retry: the exit code of an
+ * executable handler that exits with EX_TEMPFAIL (sysexits.h), which the retry policy's
+ * `tempfail` names (docs/retries.md). A define, not a change of the structs: any version. */
+#define WARREN_HANDLER_TEMPFAIL 75
 /* Size of the error buffer in warren_handler_output_t, including the terminating NUL. */
 #define WARREN_HANDLER_ERROR_MAX 256
 

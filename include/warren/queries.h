@@ -7,7 +7,8 @@
 #ifndef WARREN_QUERIES_H
 #define WARREN_QUERIES_H
 
-/* One execution: the row, its derived wait_reason, "events" (its history) and "dead_letters".
+/* One execution: the row, its derived wait_reason, "events" (its history), "dead_letters" and
+ * "attempts" (every attempt that ended, execution_attempts).
  * $1 id, $2 executor.heartbeat_stale_factor. No row: no such execution. */
 extern const char q_execution_doc[];
 
@@ -22,7 +23,7 @@ extern const char q_execution_list[];
 extern const char q_workers[];
 
 /* Insert executions in one statement: $1 a JSON array of {action_ref, params, pinned_worker,
- * timeout_s} (checked by the caller), $2 submitted_by. One row per execution, in input order:
+ * timeout_s, retry_max_attempts, retry_on, fallback} (checked by the caller), $2 submitted_by. One row per execution, in input order:
  * id, status, row (the new row as JSON text). */
 extern const char q_submit[];
 
@@ -33,5 +34,16 @@ extern const char q_submit[];
  * worker, attempt and row (JSON text of the row now).
  */
 extern const char q_cancel[];
+
+/*
+ * Retry execution $1 by hand (`warren retry`, POST /api/v1/executions/{id}/retry): failed,
+ * timeout and abandoned become requested at once, as a manual attempt that does not count
+ * against the retry policy. Compare-and-swap on the status and attempt under a row lock. No row:
+ * no such execution. Else: before, after (requested when it was retried), attempt (the one that
+ * ended) and row (JSON text of the row now). retry_refusal() says why another status is refused.
+ */
+extern const char q_retry[];
+/* Why a manual retry of an execution in status `before` changes nothing (NULL: it can). */
+const char *retry_refusal(const char *before);
 
 #endif

@@ -43,6 +43,27 @@ int topo_declare_events(mq_client_t *c, const char *exchange, char *err, size_t 
 int topo_queue_messages(mq_client_t *c, const char *queue, int64_t *messages, char *err,
                         size_t errlen) WARN_UNUSED;
 
+/* A message taken from a queue with basic.get and not yet acked (topo_take). */
+typedef struct topo_taken {
+    uint64_t tag; /* for topo_ack_taken */
+    char *body;   /* NUL-terminated copy of the body_len bytes */
+    size_t body_len;
+    char *message_id, *routing_key; /* NULL when absent */
+} topo_taken_t;
+
+/* Take one message from queue (basic.get, acked later) on a connected client that consumes
+ * nothing: 1 with *out, 0 when the queue is empty or missing (*missing says which), -1 with err.
+ * Bodies over max_body are refused (-1): nothing warren publishes to a worker queue is. */
+int topo_take(mq_client_t *c, const char *queue, size_t max_body, topo_taken_t *out, bool *missing,
+              char *err, size_t errlen) WARN_UNUSED;
+void topo_taken_free(topo_taken_t *t);
+/* Ack every taken message up to and including tag (basic.ack multiple). */
+int topo_ack_taken(mq_client_t *c, uint64_t tag, char *err, size_t errlen) WARN_UNUSED;
+/* Delete queue; if_empty: only when nothing is in it (a message that arrived since stays, and
+ * the call fails: 406 PRECONDITION_FAILED). A missing queue counts as deleted. */
+int topo_delete_queue(mq_client_t *c, const char *queue, bool if_empty, char *err,
+                      size_t errlen) WARN_UNUSED;
+
 /* Compare the live broker (via passive declares and the management API when mgmt_url is
  * given) with the configuration; print one line per drift to out. Returns the number of
  * drifts found, or -1 when the broker cannot be inspected. worker_ids may be NULL. */

@@ -258,21 +258,11 @@ static int wait_for(const char *id, bool json, int64_t wait_timeout_s)
     }
 }
 
-int cli_api_submit(const char *action, const char *params, const char *worker,
-                   const char *timeout_s, bool json, bool wait, int64_t wait_timeout_s)
+int cli_api_submit(json_object *req, bool json, bool wait, int64_t wait_timeout_s)
 {
-    json_object *req = json_object_new_object();
-    json_object_object_add(req, "action_ref", json_object_new_string(action));
-    if (params)
-        json_object_object_add(req, "params", json_tokener_parse(params));
-    if (worker)
-        json_object_object_add(req, "worker", json_object_new_string(worker));
-    if (timeout_s)
-        json_object_object_add(req, "timeout_s", json_object_new_int64(atoll(timeout_s)));
     char *body = NULL;
     int code = cli_api_request("submit", "POST", "/api/v1/executions",
                                json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &body);
-    json_object_put(req);
     json_object *row = code == 201 ? cli_api_json("submit", body) : NULL;
     if (code > 0 && code != 201)
         cli_api_report("submit", code, body);
@@ -307,6 +297,8 @@ static void print_get(json_object *doc)
         {"updated", "updated_at"},
         {"submitted by", "submitted_by"},
         {"cancelled by", "cancelled_by"},
+        {"retries", "retries"},
+        {"manual retries", "manual_retries"},
         {"params", "params"},
         {"result", "result"},
         {"error", "error"},
@@ -332,6 +324,16 @@ static void print_get(json_object *doc)
         printf("\ndead letters (%zu)\n", json_object_array_length(dls));
         if (json_object_array_length(dls))
             (void)print_table(dls, dk, dh, 6);
+    }
+    static const char *const ak[] = {"attempt", "kind",     "worker",   "started_at", "ended_at",
+                                     "outcome", "decision", "delay_ms", "error"};
+    static const char *const ah[] = {"ATTEMPT", "KIND",     "WORKER",   "STARTED", "ENDED",
+                                     "OUTCOME", "DECISION", "DELAY MS", "ERROR"};
+    json_object *atts = NULL;
+    if (json_object_object_get_ex(doc, "attempts", &atts)) {
+        printf("\nattempts (%zu)\n", json_object_array_length(atts));
+        if (json_object_array_length(atts))
+            (void)print_table(atts, ak, ah, 9);
     }
 }
 
@@ -429,14 +431,15 @@ int cli_api_workers(bool json)
     return rc;
 }
 
-int cli_api_cancel(const char *id, bool json)
+/* POST /api/v1/executions/ID/VERB (cancel, retry): the row, printed as JSON or its status. */
+static int post_verb(const char *verb, const char *id, bool json)
 {
     char path[64], *body = NULL;
-    snprintf(path, sizeof path, "/api/v1/executions/%s/cancel", id);
-    int code = cli_api_request("cancel", "POST", path, NULL, &body);
-    json_object *row = code == 200 || code == 202 ? cli_api_json("cancel", body) : NULL;
+    snprintf(path, sizeof path, "/api/v1/executions/%s/%s", id, verb);
+    int code = cli_api_request(verb, "POST", path, NULL, &body);
+    json_object *row = code == 200 || code == 202 ? cli_api_json(verb, body) : NULL;
     if (code > 0 && code != 200 && code != 202)
-        cli_api_report("cancel", code, body);
+        cli_api_report(verb, code, body);
     if (row && json)
         printf("%s\n", body);
     else if (row)
@@ -444,4 +447,14 @@ int cli_api_cancel(const char *id, bool json)
     free(body);
     json_object_put(row);
     return row ? EXIT_OK : EXIT_RUNTIME;
+}
+
+int cli_api_cancel(const char *id, bool json)
+{
+    return post_verb("cancel", id, json);
+}
+
+int cli_api_retry(const char *id, bool json)
+{
+    return post_verb("retry", id, json);
 }

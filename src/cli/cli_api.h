@@ -32,11 +32,12 @@ void cli_operator(char *buf, size_t len);
 char *cli_execution_row(const char *doc);
 
 /* The commands over the API (argument parsing is the commands' own). */
-int cli_api_submit(const char *action, const char *params, const char *worker,
-                   const char *timeout_s, bool json, bool wait, int64_t wait_timeout_s);
+int cli_api_submit(json_object *req, bool json, bool wait, int64_t wait_timeout_s);
 int cli_api_get(const char *id, bool json);
 int cli_api_list(const char *status, const char *limit, bool json);
 int cli_api_workers(bool json);
 int cli_api_cancel(const char *id, bool json);
+/* POST /api/v1/executions/ID/retry; the same exit codes as `warren retry`. */
+int cli_api_retry(const char *id, bool json);
 
 #endif

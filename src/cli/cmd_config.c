@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "warren/retry.h"
 
 static const char config_usage_line[] = "warren config check|docs [-c FILE]";
 
@@ -39,6 +40,7 @@ int cmd_config(int argc, char **argv)
     if (cli_load_config(path, &cfg))
         return EXIT_USAGE;
     cfg_print(&cfg, stdout);
+    retry_policies_print(&cfg, stdout);
     printf("# configuration OK\n");
     cfg_free(&cfg);
     return EXIT_OK;

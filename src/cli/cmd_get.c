@@ -23,11 +23,12 @@ static void get_usage(FILE *out)
             "usage: %s\n"
             "\n"
             "Show execution ID: status, workers, attempt, timestamps, params, result, error,\n"
-            "how the handler ended (outcome), its status history and the dead letters\n"
-            "recorded for it.\n"
+            "how the handler ended (outcome), its status history, every attempt that ended\n"
+            "(with the retry policy's decision) and the dead letters recorded for it.\n"
             "\n"
-            "  -j, --json         print it as one JSON object: the row plus \"events\" and\n"
-            "                     \"dead_letters\" arrays\n"
+            "  -j, --json         print it as one JSON object: the row (its final \"attempt\"\n"
+            "                     included) plus \"events\", \"dead_letters\" and \"attempts\"\n"
+            "                     arrays\n"
             "  -c, --config FILE  configuration file (default: $WARREN_CONFIG)\n"
             "  -h, --help         show this help\n"
             "\n"
@@ -63,13 +64,19 @@ static const char get_text_sql[] =
     " " TS("started_at") " AS started, " SINCE("started_at") " AS started_age,"
     " " TS("ended_at") " AS ended, " SINCE("ended_at") " AS ended_age,"
     " " TS("updated_at") " AS updated, " SINCE("updated_at") " AS updated_age,"
-    " extract(epoch FROM ended_at - coalesce(started_at, created_at)) AS took_s "
+    " extract(epoch FROM ended_at - coalesce(started_at, created_at)) AS took_s,"
+    " retries, manual_retries, retry_max_attempts, retry_on, fallback "
     "FROM executions e WHERE id = $1";
 
 /* note: 'late completion' (migration 006) */
 static const char get_events_sql[] =
     "SELECT " TS("at") ", from_status, to_status, worker, attempt, to_jsonb(v) ->> 'note', error "
     "FROM execution_events v WHERE execution_id = $1 ORDER BY id";
+
+/* Every attempt that ended (schema 015), and what the retry policy made of it. */
+static const char get_attempts_sql[] =
+    "SELECT attempt, kind, worker, " TS("started_at") ", " TS("ended_at") ", outcome,"
+    " decision, delay_ms, error FROM execution_attempts WHERE execution_id = $1 ORDER BY id";
 
 static const char get_dead_letters_sql[] =
     "SELECT id, " TS("received_at") ", reason, queue, resolution, error "
@@ -125,6 +132,17 @@ static void get_print_row(const PGresult *r)
     get_line("error", cli_db_field(r, 0, "error"));
     if (cli_db_field(r, 0, "outcome"))
         get_line("outcome", cli_db_field(r, 0, "outcome"));
+    snprintf(buf, sizeof buf, "%s automatic, %s manual", cli_db_field(r, 0, "retries"),
+             cli_db_field(r, 0, "manual_retries"));
+    get_line("retries", buf);
+    const char *max = cli_db_field(r, 0, "retry_max_attempts"),
+               *on = cli_db_field(r, 0, "retry_on");
+    const char *fallback = cli_db_field(r, 0, "fallback");
+    if (max || on || fallback) {
+        snprintf(buf, sizeof buf, "max_attempts=%s retry_on=%s fallback=%s", max ? max : "-",
+                 on ? on : "-", fallback ? fallback : "-");
+        get_line("retry override", buf);
+    }
 }
 
 /* A titled table of what sql finds for the execution; nothing but the title when empty. */
@@ -147,7 +165,10 @@ static int get_print_text(PGconn *db, const PGresult *row, const char *id)
     static const char *const dead_letters[] = {"ID",    "RECEIVED",   "REASON",
                                                "QUEUE", "RESOLUTION", "ERROR"};
     get_print_row(row);
+    static const char *const attempts[] = {"ATTEMPT", "KIND",     "WORKER",   "STARTED", "ENDED",
+                                           "OUTCOME", "DECISION", "DELAY MS", "ERROR"};
     if (get_print_related(db, id, "history", get_events_sql, events) != 0 ||
+        get_print_related(db, id, "attempts", get_attempts_sql, attempts) != 0 ||
         get_print_related(db, id, "dead letters", get_dead_letters_sql, dead_letters) != 0)
         return EXIT_RUNTIME;
     return EXIT_OK;

@@ -12,6 +12,7 @@
 #include "cli/cli_fmt.h"
 #include "warren/ids.h"
 #include "warren/queries.h"
+#include "warren/retry.h"
 #include "warren/utf8.h"
 
 /* How often --wait looks at the row. A primary-key lookup every 100 ms costs the database
@@ -23,7 +24,8 @@
 
 static const char submit_usage_line[] =
     "warren submit ACTION_REF [--params JSON | --params-file FILE|-] [--worker ID] [--timeout S] "
-    "[--wait [--wait-timeout S]] [--json] [-c FILE]";
+    "[--max-attempts N] [--retry-on LIST] [--fallback any] [--wait [--wait-timeout S]] [--json] "
+    "[-c FILE]";
 
 typedef struct submit_opts {
     const char *config;
@@ -33,6 +35,10 @@ typedef struct submit_opts {
     char *params_read;       /* what --params-file read; freed by cmd_submit */
     const char *worker;
     const char *timeout_s;    /* validated text, passed to SQL as is */
+    const char *max_attempts; /* validated text: the retry policy's max_attempts */
+    const char *retry_on;     /* as given; on is the stored form */
+    char on[64];
+    const char *fallback;     /* "any" */
     const char *wait_timeout; /* --wait-timeout as given */
     int64_t wait_timeout_s;   /* 0: wait as long as it takes */
     bool wait;
@@ -53,6 +59,12 @@ static void submit_usage(FILE *out)
             "                         may hold)\n"
             "  -w, --worker ID        pin it to this worker: no other worker gets it\n"
             "  -t, --timeout S        handler time limit in seconds (default: the worker's)\n"
+            "      --max-attempts N   attempts it gets, the first included (default: the retry\n"
+            "                         policy of the action in the configuration; docs/retries.md)\n"
+            "      --retry-on LIST    outcomes retried, comma-separated: tempfail (exit code 75),\n"
+            "                         failed (any failure), timeout, worker_lost\n"
+            "      --fallback any     pinned (--worker): if its worker is lost, retry it on any\n"
+            "                         worker (as its policy allows worker_lost)\n"
             "      --wait             wait until it ends (polls the row every %d ms), print the\n"
             "                         status, result and error; exit 0 only when it completed\n"
             "      --wait-timeout S   give up waiting after S seconds (exit 1); default: no limit\n"
@@ -118,6 +130,18 @@ static int submit_check(submit_opts_t *o)
         return cli_usage_error("submit", submit_usage_line,
                                "--wait-timeout wants whole seconds, 1 or more, not '%s'",
                                o->wait_timeout);
+    if (o->max_attempts && cli_parse_int64(o->max_attempts, 1, RETRY_MAX_ATTEMPTS, &v) != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--max-attempts wants a whole number from 1 to %d, not '%s'",
+                               RETRY_MAX_ATTEMPTS, o->max_attempts);
+    unsigned bits;
+    if (o->retry_on && retry_on_parse(o->retry_on, &bits, err, sizeof err) != 0)
+        return cli_usage_error("submit", submit_usage_line, "--retry-on: %s", err);
+    if (o->retry_on)
+        retry_on_text(bits, o->on, sizeof o->on);
+    if (o->fallback && strcmp(o->fallback, "any") != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--fallback: the only fallback is 'any', not '%s'", o->fallback);
     if (o->wait_timeout && !o->wait)
         return cli_usage_error("submit", submit_usage_line, "--wait-timeout needs --wait");
     return EXIT_OK;
@@ -127,10 +151,11 @@ static int submit_check(submit_opts_t *o)
 static int submit_parse(int argc, char **argv, submit_opts_t *o)
 {
     const cli_option_t options[] = {
-        {"params", 'p', .value = &o->params}, {"params-file", 'f', .value = &o->params_file},
-        {"worker", 'w', .value = &o->worker}, {"timeout", 't', .value = &o->timeout_s},
-        {"wait", 0, .flag = &o->wait},        {"wait-timeout", 0, .value = &o->wait_timeout},
-        {"json", 'j', .flag = &o->json},
+        {"params", 'p', .value = &o->params},   {"params-file", 'f', .value = &o->params_file},
+        {"worker", 'w', .value = &o->worker},   {"timeout", 't', .value = &o->timeout_s},
+        {"wait", 0, .flag = &o->wait},          {"wait-timeout", 0, .value = &o->wait_timeout},
+        {"json", 'j', .flag = &o->json},        {"max-attempts", 0, .value = &o->max_attempts},
+        {"retry-on", 0, .value = &o->retry_on}, {"fallback", 0, .value = &o->fallback},
     };
     const cli_spec_t spec = {"submit", submit_usage_line, options, CLI_COUNT(options),
                              "ACTION_REF"};
@@ -217,18 +242,33 @@ static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o,
     }
 }
 
-/* The one-element batch of q_submit (the API's statement), as JSON text; NULL on OOM. */
-static char *submission_json(const submit_opts_t *o)
+/* The submission as JSON: the API's fields (api), or the columns of q_submit. */
+static json_object *submission_object(const submit_opts_t *o, bool api)
 {
-    json_object *row = json_object_new_object(), *all = json_object_new_array();
+    json_object *row = json_object_new_object();
     json_object_object_add(row, "action_ref", json_object_new_string(o->action));
     if (o->params)
         json_object_object_add(row, "params", json_tokener_parse(o->params));
     if (o->worker)
-        json_object_object_add(row, "pinned_worker", json_object_new_string(o->worker));
+        json_object_object_add(row, api ? "worker" : "pinned_worker",
+                               json_object_new_string(o->worker));
     if (o->timeout_s)
         json_object_object_add(row, "timeout_s", json_object_new_int64(atoll(o->timeout_s)));
-    json_object_array_add(all, row);
+    if (o->max_attempts)
+        json_object_object_add(row, api ? "max_attempts" : "retry_max_attempts",
+                               json_object_new_int64(atoll(o->max_attempts)));
+    if (o->retry_on)
+        json_object_object_add(row, "retry_on", json_object_new_string(o->on));
+    if (o->fallback)
+        json_object_object_add(row, "fallback", json_object_new_string(o->fallback));
+    return row;
+}
+
+/* The one-element batch of q_submit (the API's statement), as JSON text; NULL on OOM. */
+static char *submission_json(const submit_opts_t *o)
+{
+    json_object *all = json_object_new_array();
+    json_object_array_add(all, submission_object(o, false));
     char *text = strdup(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN));
     json_object_put(all);
     return text;
@@ -258,10 +298,14 @@ int cmd_submit(int argc, char **argv)
 {
     submit_opts_t o = {0};
     int parsed = submit_parse(argc, argv, &o);
-    int rc = parsed == 0 && cli_api_url()
-                 ? cli_api_submit(o.action, o.params, o.worker, o.timeout_s, o.json, o.wait,
-                                  o.wait_timeout_s)
-                 : cli_db_command("submit", parsed, submit_usage, o.config, submit_run, &o);
+    int rc;
+    if (parsed == 0 && cli_api_url()) {
+        json_object *req = submission_object(&o, true);
+        rc = cli_api_submit(req, o.json, o.wait, o.wait_timeout_s);
+        json_object_put(req);
+    } else {
+        rc = cli_db_command("submit", parsed, submit_usage, o.config, submit_run, &o);
+    }
     free(o.params_read);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "common/config_table.h"
 #include "warren/config.h"
 #include "warren/paths.h"
+#include "warren/retry.h"
 
 extern char **environ;
 
@@ -105,6 +106,7 @@ static int set_from_text(warren_config_t *cfg, const cfg_key_t *k, const char *t
 {
     switch (k->type) {
     case CT_STRING:
+    case CT_ACTIONS:
         if (k->check && k->check(text, why, whylen) != 0)
             return -1;
         return set_string(cfg, k, text) == 0 ? 0 : fail(why, whylen, "out of memory");
@@ -165,6 +167,7 @@ static const char *key_type_name(cfg_type_t t)
     case CT_INT: return "an integer";
     case CT_BOOL: return "a boolean (true/false)";
     case CT_ENUM: return "a string";
+    case CT_ACTIONS: return "a list of { action = \"NAME\"; retry = { ... }; } groups";
     }
     return "?";
 }
@@ -176,7 +179,7 @@ static int apply_setting(warren_config_t *cfg, const cfg_key_t *k, const config_
     int type = config_setting_type(s);
     bool ok = (k->type == CT_INT && (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64)) ||
               (k->type == CT_BOOL && type == CONFIG_TYPE_BOOL) ||
-              ((k->type == CT_STRING || k->type == CT_ENUM) && type == CONFIG_TYPE_STRING);
+              ((CT_IS_TEXT(k->type) || k->type == CT_ENUM) && type == CONFIG_TYPE_STRING);
     if (!ok)
         return fail(why, whylen, "expected %s, got %s", key_type_name(k->type),
                     setting_type_name(type));
@@ -185,6 +188,125 @@ static int apply_setting(warren_config_t *cfg, const cfg_key_t *k, const config_
     case CT_BOOL: *(bool *)field(cfg, k) = config_setting_get_bool(s); return 0;
     default: return set_from_text(cfg, k, config_setting_get_string(s), why, whylen);
     }
+}
+
+/* One field of an action's retry group as text: an integer, a string, or (retry_on,
+ * never_retry) an array of strings joined by commas. -1 with why. */
+static int field_text(const config_setting_t *f, char *buf, size_t len, char *why, size_t whylen)
+{
+    int type = config_setting_type(f);
+    if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64) {
+        snprintf(buf, len, "%lld", config_setting_get_int64(f));
+        return 0;
+    }
+    if (type == CONFIG_TYPE_STRING) {
+        const char *v = config_setting_get_string(f);
+        if (!v)
+            v = "";
+        if (strpbrk(v, " \t\n;:"))
+            return fail(why, whylen, "'%.64s' holds a space, ';' or ':'", v);
+        snprintf(buf, len, "%s", v);
+        return strlen(v) < len ? 0 : fail(why, whylen, "longer than %zu characters", len - 1);
+    }
+    if (type == CONFIG_TYPE_ARRAY || type == CONFIG_TYPE_LIST) {
+        size_t o = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < config_setting_length(f); i++) {
+            const config_setting_t *e = config_setting_get_elem(f, (unsigned)i);
+            if (config_setting_type(e) != CONFIG_TYPE_STRING)
+                return fail(why, whylen, "expected strings in the list, got %s",
+                            setting_type_name(config_setting_type(e)));
+            const char *v = config_setting_get_string(e);
+            if (!v)
+                v = "";
+            if (strpbrk(v, " \t\n;:,"))
+                return fail(why, whylen, "'%.64s' holds a space or one of ';:,'", v);
+            o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? "," : "", v);
+            if (o >= len)
+                return fail(why, whylen, "longer than %zu characters", len - 1);
+        }
+        return 0;
+    }
+    return fail(why, whylen, "expected an integer, a string or a list of strings, got %s",
+                setting_type_name(type));
+}
+
+/* The file form of a CT_ACTIONS key, a list of { action = "NAME"; retry = { ... }; }, into its
+ * text form; each error names the line and the element's path. */
+static int actions_from_list(warren_config_t *cfg, const cfg_key_t *k, const config_setting_t *s,
+                             const char *file, const char *path, char *err, size_t errlen)
+{
+    size_t cap = 1024, o = 0;
+    char *text = malloc(cap), why[256];
+    if (!text)
+        return fail(err, errlen, "out of memory");
+    text[0] = '\0';
+    for (int i = 0; i < config_setting_length(s); i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        int line = (int)config_setting_source_line(e);
+        const char *action = NULL;
+        const config_setting_t *retry = NULL;
+        if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
+            free(text);
+            return fail(err, errlen, "%s:%d: %s.[%d]: expected a group, got %s", file, line, path,
+                        i, setting_type_name(config_setting_type(e)));
+        }
+        for (int j = 0; j < config_setting_length(e); j++) {
+            const config_setting_t *m = config_setting_get_elem(e, (unsigned)j);
+            const char *name = config_setting_name(m);
+            int mline = (int)config_setting_source_line(m);
+            if (name && !strcmp(name, "action") && config_setting_type(m) == CONFIG_TYPE_STRING) {
+                action = config_setting_get_string(m);
+            } else if (name && !strcmp(name, "retry") &&
+                       config_setting_type(m) == CONFIG_TYPE_GROUP) {
+                retry = m;
+            } else {
+                free(text);
+                return fail(err, errlen,
+                            "%s:%d: %s.[%d].%s: unknown key (an element has action = \"NAME\" "
+                            "and retry = { ... })",
+                            file, mline, path, i, name ? name : "?");
+            }
+        }
+        if (!action) {
+            free(text);
+            return fail(err, errlen, "%s:%d: %s.[%d]: no action = \"NAME\"", file, line, path, i);
+        }
+        char entry[2048];
+        size_t n = (size_t)snprintf(entry, sizeof entry, "%s:", action);
+        retry_policy_t scratch;
+        retry_policy_default(&scratch);
+        for (int j = 0; retry && j < config_setting_length(retry); j++) {
+            const config_setting_t *f = config_setting_get_elem(retry, (unsigned)j);
+            const char *name = config_setting_name(f);
+            int fline = (int)config_setting_source_line(f);
+            char value[600];
+            if (field_text(f, value, sizeof value, why, sizeof why) != 0 ||
+                retry_policy_set(&scratch, name ? name : "?", value, why, sizeof why) != 0) {
+                free(text);
+                return fail(err, errlen, "%s:%d: %s.[%d].retry: %s", file, fline, path, i, why);
+            }
+            n += (size_t)snprintf(entry + n, n < sizeof entry ? sizeof entry - n : 0, " %s=%s",
+                                  name, value);
+        }
+        if (n >= sizeof entry || (k->check && k->check(entry, why, sizeof why) != 0)) {
+            free(text);
+            return fail(err, errlen, "%s:%d: %s.[%d]: %s", file, line, path, i,
+                        n >= sizeof entry ? "too long" : why);
+        }
+        if (o + n + 3 > cap) {
+            char *bigger = realloc(text, cap = 2 * (o + n + 3));
+            if (!bigger) {
+                free(text);
+                return fail(err, errlen, "out of memory");
+            }
+            text = bigger;
+        }
+        o += (size_t)sprintf(text + o, "%s%s", o ? "; " : "", entry);
+    }
+    int rc = set_string(cfg, k, text);
+    free(text);
+    return rc == 0 ? 0 : fail(err, errlen, "out of memory");
 }
 
 /* Walk a group of the file: every leaf must be a known key of the right type. */
@@ -212,6 +334,12 @@ static int apply_group(warren_config_t *cfg, const config_setting_t *group, cons
         if (!k)
             return fail(err, errlen, "%s:%d: %s: unknown key%s", file, line, path,
                         is_group(path) ? " (it is a group of settings)" : "");
+        if (k->type == CT_ACTIONS && config_setting_type(s) == CONFIG_TYPE_LIST) {
+            if (actions_from_list(cfg, k, s, file, path, err, errlen))
+                return -1;
+            cfg->source[idx] = CFG_SRC_FILE;
+            continue;
+        }
         if (apply_setting(cfg, k, s, why, sizeof why))
             return fail(err, errlen, "%s:%d: %s: %s", file, line, path, why);
         cfg->source[idx] = CFG_SRC_FILE;
@@ -502,7 +630,7 @@ int cfg_load(warren_config_t *cfg, const char *path, char *err, size_t errlen)
 void cfg_free(warren_config_t *cfg)
 {
     for (size_t i = 0; i < cfg_table_len; i++)
-        if (cfg_table[i].type == CT_STRING) {
+        if (CT_IS_TEXT(cfg_table[i].type)) {
             char **slot = field(cfg, &cfg_table[i]);
             free(*slot);
             *slot = NULL;
@@ -517,7 +645,8 @@ static bool same_value(const warren_config_t *a, const warren_config_t *b, const
 {
     const void *pa = (const char *)a + k->offset, *pb = (const char *)b + k->offset;
     switch (k->type) {
-    case CT_STRING: {
+    case CT_STRING:
+    case CT_ACTIONS: {
         const char *sa = *(char *const *)pa, *sb = *(char *const *)pb;
         return !strcmp(sa ? sa : "", sb ? sb : "");
     }
@@ -783,7 +912,8 @@ static char *value_text(const warren_config_t *cfg, const cfg_key_t *k, bool mas
     char buf[64];
     const void *p = (const char *)cfg + k->offset;
     switch (k->type) {
-    case CT_STRING: {
+    case CT_STRING:
+    case CT_ACTIONS: {
         const char *s = *(char *const *)p ? *(char *const *)p : "";
         if (mask && k->opaque)
             return strdup(*s ? "****" : "");
@@ -803,8 +933,8 @@ void cfg_print(const warren_config_t *cfg, FILE *out)
     static const char *const src_names[] = {"default", "file", "env"};
     for (size_t i = 0; i < cfg_table_len; i++) {
         char *v = value_text(cfg, &cfg_table[i], true);
-        const char *quote = cfg_table[i].type == CT_STRING || cfg_table[i].type == CT_ENUM ? "\""
-                                                                                           : "";
+        const char *quote = CT_IS_TEXT(cfg_table[i].type) || cfg_table[i].type == CT_ENUM ? "\""
+                                                                                          : "";
         char src[200];
         if (cfg->source[i] == CFG_SRC_ENV) {
             char name[160];
@@ -851,7 +981,7 @@ void cfg_write_docs(FILE *out)
         else if (k->type == CT_ENUM)
             choices_text(k, bounds, sizeof bounds);
         cfg_env_name(k->path, env, sizeof env);
-        static const char *const types[] = {"string", "integer", "boolean", "enum"};
+        static const char *const types[] = {"string", "integer", "boolean", "enum", "actions"};
         fprintf(out, "| `%s` | %s | `%s` | %s | `%s` | %s | %s%s |\n", k->path, types[k->type],
                 k->def, bounds, env, k->reloadable ? "yes" : "restart", k->help,
                 k->secret ? " (secret: masked in `config check`)" : "");

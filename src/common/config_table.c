@@ -4,12 +4,14 @@
 #include <stdio.h>
 #include "common/config_table.h"
 #include "warren/action_timeouts.h"
+#include "warren/retry.h"
 #include "warren/version.h"
 
 static const char *const queue_types[] = {"classic", "quorum", NULL};
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const char *const log_formats[] = {"auto", "json", "text", NULL};
 static const char *const worker_identities[] = {"shared", "per_worker", NULL};
+static const char *const backoffs[] = {"exponential", "polynomial", NULL};
 
 #define OFF(field) offsetof(warren_config_t, field), sizeof(((warren_config_t *)0)->field)
 /* clang-format off */
@@ -201,6 +203,32 @@ const cfg_key_t cfg_table[] = {
           "history (not while an open record names them); 0: never"),
     R_INT("execution_history.retention_days", execution_history.retention_days, "0", 0, 36500,
           "History rows of terminal executions older than this many days are pruned; 0: never"),
+    R_INT("retry.max_attempts", retry.max_attempts, "1", 1, RETRY_MAX_ATTEMPTS,
+          "Default retry policy (docs/retries.md): attempts an execution gets, the first "
+          "included; 1 never retries. A submission's --max-attempts wins"),
+    R_ENUM("retry.backoff", retry.backoff, "exponential", backoffs,
+           "Delay before retry n: exponential min(base_ms * factor^(n-1), max_ms), or polynomial "
+           "min(n^4 s, max_ms)"),
+    R_INT("retry.base_ms", retry.base_ms, "1000", 1, RETRY_MAX_DELAY_MS,
+          "Exponential backoff: the first retry's delay before jitter"),
+    R_INT("retry.factor", retry.factor, "2", 1, 100, "Exponential backoff: growth per retry"),
+    R_INT("retry.max_ms", retry.max_ms, "3600000", 1, RETRY_MAX_DELAY_MS,
+          "No delay before jitter exceeds this"),
+    R_CHECKED_STR("retry.jitter", retry.jitter, "full", retry_jitter_check,
+                  "full: the delay drawn uniformly from [0, d]; N%: from d +- N% (1..100); none"),
+    R_CHECKED_STR("retry.retry_on", retry.retry_on, "tempfail,worker_lost", retry_on_check,
+                  "Outcomes retried, comma-separated: tempfail (exit code 75), failed (any "
+                  "failure), timeout, worker_lost (dispatch expired unconsumed, worker stale, "
+                  "offline, restarted or retired). A cancelled execution is never retried"),
+    R_CHECKED_STR("retry.never_retry", retry.never_retry, "", retry_never_check,
+                  "Error types never retried, comma-separated: an error \"Type: text\" has the "
+                  "type Type"),
+    {"actions", CT_ACTIONS, OFF(actions), "", 0, 0, NULL, false, true,
+     "Per-action settings: a list of { action = \"NAME\"; retry = { max_attempts = 3; "
+     "retry_on = \"tempfail,timeout\"; ... }; }, each field of retry.* overridable (the others "
+     "come from retry.*); as text (environment): \"NAME: field=value ...; NAME: ...\". "
+     "`warren config check` prints every action's effective policy",
+     retry_actions_check, false},
 
     STR("api.listen", api.listen, "127.0.0.1:8080",
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
@@ -247,6 +275,11 @@ const cfg_key_t cfg_table[] = {
           "On SIGTERM, how long in-flight executions may finish before they are killed"),
     R_INT("worker.max_output_bytes", worker.max_output_bytes, "1048576", 1024, 64 * 1024 * 1024,
           "Cap on a handler's captured stdout; the rest is discarded and marked truncated"),
+    R_INT("worker.retire_after_s", worker.retire_after_s, "3600", 0, 30 * 86400,
+          "The executor's setting, under worker. as issue 8 names it: a worker without a fresh "
+          "heartbeat whose last one is older than this is retired (what is left in its queue is "
+          "taken back: unpinned executions are retried, pinned ones fail; the queue is deleted; "
+          "the row says retired until the worker heartbeats again); 0: never"),
     STR("worker.http_listen", worker.http_listen, "",
         "host:port of the worker's /livez, /readyz and /metrics (e.g. \"0.0.0.0:9464\" in a pod); "
         "\"\" turns them off"),

@@ -5,7 +5,11 @@
 #include <stddef.h>
 #include "warren/config.h"
 
-typedef enum { CT_STRING = 0, CT_INT, CT_BOOL, CT_ENUM } cfg_type_t;
+/* CT_ACTIONS: per-action settings (the key `actions`, warren/retry.h), kept as their text form
+ * "ACTION: field=value ...; ..." like a string (check validates it); in the file also a list of
+ * groups { action = "NAME"; retry = { field = value; ... }; }, since libconfig names cannot hold
+ * the dots of action names. */
+typedef enum { CT_STRING = 0, CT_INT, CT_BOOL, CT_ENUM, CT_ACTIONS } cfg_type_t;
 
 typedef struct cfg_key {
     const char *path; /* dotted key path as written in the file */
@@ -25,6 +29,9 @@ typedef struct cfg_key {
 
 extern const cfg_key_t cfg_table[];
 extern const size_t cfg_table_len;
+
+/* Strings and CT_ACTIONS: the field is a char * the configuration owns. */
+#define CT_IS_TEXT(t) ((t) == CT_STRING || (t) == CT_ACTIONS)
 
 /* Environment variable for a key: WARREN__ + path upper-cased, dots as "__". */
 void cfg_env_name(const char *path, char *buf, size_t len);

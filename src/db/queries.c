@@ -1,4 +1,6 @@
 /* Statements shared by the CLI and the executor's API (see warren/queries.h). */
+#include <stddef.h>
+#include <string.h>
 #include "warren/exec_status.h"
 #include "warren/queries.h"
 
@@ -8,7 +10,9 @@ const char q_execution_doc[] =
     " 'events', coalesce((SELECT jsonb_agg(to_jsonb(v) - 'execution_id' ORDER BY v.id)"
     "   FROM execution_events v WHERE v.execution_id = e.id), '[]'),"
     " 'dead_letters', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'body' - 'headers' ORDER BY d.id)"
-    "   FROM dead_letters d WHERE d.execution_id = e.id), '[]')))::text AS doc "
+    "   FROM dead_letters d WHERE d.execution_id = e.id), '[]'),"
+    " 'attempts', coalesce((SELECT jsonb_agg(to_jsonb(a) - 'execution_id' ORDER BY a.id)"
+    "   FROM execution_attempts a WHERE a.execution_id = e.id), '[]')))::text AS doc "
     "FROM executions e WHERE id = $1";
 
 /* Filters that are NULL fold away in the plan (the parameters' values are known to it): with
@@ -28,20 +32,25 @@ const char q_workers[] =
     "SELECT coalesce(jsonb_agg(to_jsonb(r) ORDER BY r.id), '[]')::text AS doc FROM ("
     " SELECT w.*, greatest(extract(epoch FROM now() - w.last_heartbeat), 0) AS heartbeat_age_s,"
     " warren_worker_live(w, $1::integer) AS live,"
-    " CASE WHEN w.status = 'offline' THEN 'offline'"
+    " CASE WHEN w.status IN ('offline', 'retired') THEN w.status"
     "   WHEN warren_worker_fresh(w, $1::integer)"
-    "     THEN CASE WHEN w.status = 'online' THEN 'live' ELSE w.status END"
+    "     THEN CASE WHEN w.status = 'online' AND warren_worker_live(w, $1::integer) THEN 'live'"
+    "       WHEN w.status = 'online' THEN 'suspect' ELSE w.status END"
     "   ELSE 'stale' END AS state,"
     " (SELECT count(*) FROM executions x WHERE x.worker = w.id AND x.status IN ("
     EXEC_SQL(SCHEDULING) ", " EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", " EXEC_SQL(CANCELING)
     "))::int AS in_flight FROM workers w) r";
 
 const char q_submit[] =
-    "INSERT INTO executions (action_ref, params, pinned_worker, timeout_s, submitted_by)"
-    " SELECT r.action_ref, coalesce(r.params, '{}'), r.pinned_worker, r.timeout_s, $2"
+    "INSERT INTO executions (action_ref, params, pinned_worker, timeout_s, submitted_by,"
+    " retry_max_attempts, retry_on, fallback)"
+    " SELECT r.action_ref, coalesce(r.params, '{}'), r.pinned_worker, r.timeout_s, $2,"
+    " r.retry_max_attempts, r.retry_on, r.fallback"
     " FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (action_ref text, params jsonb,"
-    "   pinned_worker text, timeout_s integer)) WITH ORDINALITY"
-    "   AS r(action_ref, params, pinned_worker, timeout_s, ord)"
+    "   pinned_worker text, timeout_s integer, retry_max_attempts integer, retry_on text,"
+    "   fallback text)) WITH ORDINALITY"
+    "   AS r(action_ref, params, pinned_worker, timeout_s, retry_max_attempts, retry_on, fallback,"
+    "   ord)"
     " ORDER BY r.ord RETURNING id, status, to_jsonb(executions)::text AS row";
 
 #define CANCEL_AT_ONCE "(" EXEC_SQL(REQUESTED) ", " EXEC_SQL(SCHEDULED) ")"
@@ -58,4 +67,39 @@ const char q_cancel[] =
     "SELECT t.before, coalesce(u.status, t.before) AS after, u.worker, u.attempt,"
     " coalesce(to_jsonb(u), (SELECT to_jsonb(x) FROM executions x WHERE x.id = t.id))::text AS row"
     " FROM t LEFT JOIN u ON u.id = t.id";
+/* A manual retry: a new attempt that does not use up the policy (manual_retries counts it
+ * apart). The row is locked, then a compare-and-swap on the status and attempt it had, so of
+ * two retries at once the second finds it requested and changes nothing. */
+#define RETRYABLE "(" EXEC_SQL(FAILED) ", " EXEC_SQL(TIMEOUT) ", " EXEC_SQL(ABANDONED) ")"
+const char q_retry[] =
+    "WITH t AS (SELECT id, status AS before, attempt FROM executions WHERE id = $1 FOR UPDATE),"
+    " u AS (UPDATE executions e SET status = " EXEC_SQL(REQUESTED) ", due_at = now(),"
+    "   manual_retries = e.manual_retries + 1, attempt_kind = 'manual',"
+    "   error = NULL, result = NULL, outcome = NULL, started_at = NULL, ended_at = NULL,"
+    "   incarnation = NULL, reported_at = NULL, effective_timeout_s = NULL,"
+    "   dispatch_confirmed_at = NULL, wait_reason = NULL"
+    "   FROM t WHERE e.id = t.id AND e.status = t.before AND e.attempt = t.attempt"
+    "   AND t.before IN " RETRYABLE " RETURNING e.*) "
+    "SELECT t.before, coalesce(u.status, t.before) AS after, t.attempt,"
+    " coalesce(to_jsonb(u), (SELECT to_jsonb(x) FROM executions x WHERE x.id = t.id))::text AS row"
+    " FROM t LEFT JOIN u ON u.id = t.id";
 /* clang-format on */
+
+const char *retry_refusal(const char *before)
+{
+    static const struct {
+        const char *status, *why;
+    } refusals[] = {
+        {EXEC_NAME_COMPLETED, "it completed; a completed execution is not retried"},
+        {EXEC_NAME_RUNNING, "it is running; wait for it to end (or cancel it) first"},
+        {EXEC_NAME_CANCELING, "it is being cancelled; a cancelled execution is not retried"},
+        {EXEC_NAME_CANCELLED, "it was cancelled; a cancelled execution is not retried"},
+        {EXEC_NAME_REQUESTED, "it is already waiting for a dispatch (requested)"},
+        {EXEC_NAME_SCHEDULING, "it is being dispatched; it has not ended"},
+        {EXEC_NAME_SCHEDULED, "it is dispatched (scheduled); it has not ended"},
+    };
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        if (!strcmp(before, refusals[i].status))
+            return refusals[i].why;
+    return NULL;
+}

@@ -273,6 +273,28 @@ int api_pin(json_object *in, const char **worker, bool *unpin, char *err, size_t
     return 0;
 }
 
+bool api_no_fields(http_req_t *r, const char *what)
+{
+    if (r->body_len == 0 || strspn(r->body, " \t\r\n") == r->body_len)
+        return true;
+    json_object *body = api_body_json(r);
+    if (!body)
+        return false;
+    bool empty = json_object_is_type(body, json_type_object) &&
+                 json_object_object_length(body) == 0;
+    json_object_put(body);
+    if (!empty)
+        http_error(r, 400, "bad_request", "a %s takes no fields; send {} or nothing", what);
+    return empty;
+}
+
+bool api_execution_verb(executor_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
+                        int64_t *id, char *text, size_t textlen)
+{
+    return api_authorize(x, r, true, who, wholen) && api_execution_id(r, 0, id, text, textlen) &&
+           api_no_fields(r, what);
+}
+
 bool api_path_id(http_req_t *r, size_t i, const char *what, int64_t *id, char *text, size_t textlen)
 {
     const char *s = r->params[i];
@@ -385,7 +407,9 @@ static int add_routes(executor_t *x)
            http_route(s, HTTP_GET, "/api/v1/staleness", api_staleness, x) ||
            http_route(s, HTTP_GET | HTTP_POST, "/api/v1/redrive-tasks", api_redrive_tasks, x) ||
            http_route(s, HTTP_GET, "/api/v1/redrive-tasks/{}", api_redrive_task, x) ||
-           http_route(s, HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel, x);
+           http_route(s, HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel,
+                      x) ||
+           http_route(s, HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x);
 }
 
 int api_start(executor_t *x)

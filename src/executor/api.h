@@ -64,6 +64,13 @@ int api_pin(json_object *in, const char **worker, bool *unpin, char *err, size_t
  * 400 when it is none. */
 bool api_path_id(http_req_t *r, size_t i, const char *what, int64_t *id, char *text,
                  size_t textlen);
+/* A body that is empty, blank or {}: true; else false after answering 400 (or 415). */
+bool api_no_fields(http_req_t *r, const char *what);
+
+/* POST /api/v1/executions/{id}/VERB (cancel, retry): a write key (who gets its name), the id,
+ * no fields; false once the answer is sent. */
+bool api_execution_verb(executor_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
+                        int64_t *id, char *text, size_t textlen);
 /* The path parameter at i as an execution id; 400 when it is none. */
 bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen);
 

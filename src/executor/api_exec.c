@@ -10,6 +10,7 @@
 #include "executor/api.h"
 #include "warren/jsonfield.h"
 #include "warren/queries.h"
+#include "warren/retry.h"
 #include "warren/timestamp.h"
 #include "warren/utf8.h"
 
@@ -25,7 +26,8 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
     snprintf(path, sizeof path, "[%zu]", i);
     const char *at = batch ? path : "", *sep = batch ? ": " : "";
     jf_t f = {in, batch ? path : NULL, err, errlen};
-    static const char *const known[] = {"action_ref", "params", "worker", "timeout_s", NULL};
+    static const char *const known[] = {"action_ref",   "params",   "worker",   "timeout_s",
+                                        "max_attempts", "retry_on", "fallback", NULL};
     if (!json_object_is_type(in, json_type_object)) {
         snprintf(err, errlen, "%s%sa submission is a JSON object, not %s", at, sep, jf_kind(in));
         return -1;
@@ -37,8 +39,9 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
             ok = !strcmp(key, known[k]);
         if (!ok) {
             snprintf(err, errlen,
-                     "%s%sunknown field '%.*s' (known: action_ref, params, worker, timeout_s)", at,
-                     sep, utf8_prec(key, 64), key);
+                     "%s%sunknown field '%.*s' (known: action_ref, params, worker, timeout_s, "
+                     "max_attempts, retry_on, fallback)",
+                     at, sep, utf8_prec(key, 64), key);
             return -1;
         }
     }
@@ -51,6 +54,25 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
         jf_object(&f, "params", false, &params) < 0 ||
         (has_timeout = jf_int(&f, "timeout_s", false, 1, INT32_MAX, &timeout)) < 0)
         return -1;
+    const char *retry_on = NULL, *fallback = NULL;
+    int64_t max_attempts = 0;
+    int has_max;
+    char why[200];
+    if ((has_max = jf_int(&f, "max_attempts", false, 1, RETRY_MAX_ATTEMPTS, &max_attempts)) < 0 ||
+        jf_string(&f, "retry_on", false, 64, &retry_on) < 0 ||
+        jf_string(&f, "fallback", false, 8, &fallback) < 0)
+        return -1;
+    unsigned on_bits = 0;
+    char on[64];
+    if (retry_on && retry_on_parse(retry_on, &on_bits, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s%sretry_on: %s", at, sep, why);
+        return -1;
+    }
+    retry_on_text(on_bits, on, sizeof on); /* as the column stores it */
+    if (fallback && strcmp(fallback, "any") != 0) {
+        snprintf(err, errlen, "%s%sfallback: the only fallback is \"any\"", at, sep);
+        return -1;
+    }
     if (!ids_action_ref_valid(action) || (worker && !ids_worker_valid(worker))) {
         snprintf(err, errlen, "%s%s%s", at, sep,
                  !ids_action_ref_valid(action) ? "action_ref: " IDS_ACTION_REF_RULE
@@ -65,6 +87,12 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
         json_object_object_add(row, "pinned_worker", json_object_new_string(worker));
     if (has_timeout == 1)
         json_object_object_add(row, "timeout_s", json_object_new_int64(timeout));
+    if (has_max == 1)
+        json_object_object_add(row, "retry_max_attempts", json_object_new_int64(max_attempts));
+    if (retry_on)
+        json_object_object_add(row, "retry_on", json_object_new_string(on));
+    if (fallback)
+        json_object_object_add(row, "fallback", json_object_new_string(fallback));
     json_object_array_add(out, row);
     return 0;
 }

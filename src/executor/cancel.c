@@ -67,21 +67,8 @@ void cancel_handle(http_req_t *r, void *arg)
     executor_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id_text[24];
     int64_t id;
-    if (!api_authorize(x, r, true, who, sizeof who) ||
-        !api_execution_id(r, 0, &id, id_text, sizeof id_text))
+    if (!api_execution_verb(x, r, "cancel", who, sizeof who, &id, id_text, sizeof id_text))
         return;
-    if (r->body_len > 0 && strspn(r->body, " \t\r\n") != r->body_len) {
-        json_object *body = api_body_json(r);
-        if (!body)
-            return;
-        bool empty = json_object_is_type(body, json_type_object) &&
-                     json_object_object_length(body) == 0;
-        json_object_put(body);
-        if (!empty) {
-            http_error(r, 400, "bad_request", "a cancel takes no fields; send {} or nothing");
-            return;
-        }
-    }
     const char *params[] = {id_text, who};
     PGresult *res = NULL;
     if (!api_query(x, r, "cancelling an execution", q_cancel, 2, params, &res))

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "executor/attempts.h"
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/headers.h"
@@ -187,6 +188,13 @@ static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[1
             inmsg_reject(&it->in, "stale_attempt",
                          "dispatch of attempt %d; the execution is on attempt %d", it->disp.attempt,
                          attempt);
+        } else if (st == EXEC_REQUESTED) {
+            /* That attempt ended and was retried (a copy of a dead letter handled already,
+             * redelivered): the next dispatch is a new attempt, which this must not fail. */
+            inmsg_reject(&it->in, "stale_attempt",
+                         "dispatch of attempt %d; that attempt ended and the execution is "
+                         "requested again (a retry)",
+                         it->disp.attempt);
         } else if (st == EXEC_RUNNING || st == EXEC_CANCELING) {
             /* The worker already reported this attempt running, so this is a leftover copy
              * of the dispatch (ack lost, requeued, expired): failing would kill healthy work.
@@ -256,6 +264,48 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, executor_sta
     return rc;
 }
 
+/* The attempts the batch failed: recorded with the broker's x-death of every hop, and retried
+ * when their policy says so. An expiry (or a start deadline passed in a worker's queue) lost the
+ * worker, not the handler: worker_lost; an expiry also makes the worker suspect, so a retry goes
+ * to another one. */
+static int end_attempts(PGconn *db, dlq_item_t *items, size_t n, executor_stats_t *st, char *err,
+                        size_t errlen)
+{
+    attempt_end_t *ends = calloc(n + 1, sizeof *ends);
+    char **xd = calloc(n + 1, sizeof *xd);
+    size_t k = 0;
+    int rc = -1;
+    if (!ends || !xd) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        dlq_item_t *it = &items[i];
+        if (!it->fail_execution)
+            continue;
+        bool expired = !strcmp(broker_reason(it), "expired");
+        json_object *x = hdr_x_death_json(&it->in.d->headers);
+        xd[k] = x ? strdup(json_object_to_json_string_ext(x, JSON_C_TO_STRING_PLAIN)) : NULL;
+        json_object_put(x);
+        ends[k] = (attempt_end_t){.id = it->disp.execution_id,
+                                  .attempt = it->disp.attempt,
+                                  .status = "failed",
+                                  .outcome = expired || deadline_passed(it) ? OUTCOME_WORKER_LOST
+                                                                            : OUTCOME_FAILED,
+                                  .error = failure_error(it),
+                                  .x_death = xd[k],
+                                  .lost_worker = expired ? it->disp.worker_id : NULL};
+        k++;
+    }
+    rc = attempts_end(db, ends, k, st, err, errlen);
+out:
+    for (size_t i = 0; xd && i < k; i++)
+        free(xd[i]);
+    free(xd);
+    free(ends);
+    return rc;
+}
+
 static void build_record(dl_record_t *rec, dlq_item_t *it, const char *queue)
 {
     dlrec_from_delivery(rec, it->in.d, &it->xd, it->headers, queue);
@@ -289,6 +339,8 @@ static int dlq_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
         for (size_t i = 0; i < b->n; i++)
             build_record(&recs[i], &items[i], b->queue);
         rc = fail_executions(db, items, b->n, &b->counts, err, errlen);
+        if (rc == 0)
+            rc = end_attempts(db, items, b->n, &b->counts, err, errlen);
         if (rc == 0)
             rc = dlstore_insert(db, recs, b->n, &b->counts, err, errlen);
         /* How long dead letters wait before they are recorded (the stats line shows it). */

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "executor/attempts.h"
 #include "executor/executor.h"
 #include "executor/identity.h"
 #include "warren/db.h"
@@ -436,6 +437,7 @@ static int set_identity(const warren_config_t *cfg)
         return -1;
     }
     ident_set(&id);
+    attempts_set_config(cfg);
     if (id.mode == IDENT_PER_WORKER)
         log_kv(LOG_INFO, "per-worker identities: reports must come from the worker they name",
                "executor_user", id.executor_user, NULL);

@@ -24,6 +24,7 @@
 #include "warren/ids.h"
 #include "warren/metrics.h"
 #include "warren/mq.h"
+#include "warren/retry.h"
 
 /* Values /metrics serves that the database or the broker knows, refreshed by a timer
  * (gauges.c) so that a scrape costs no query. */
@@ -113,10 +114,16 @@ void monitor_run(executor_t *x);
 /* monitor.c: abandon up to `limit` running/canceling rows reported by an older process of a
  * worker that restarted (a newer incarnation heartbeats; schema 009), on the workers in
  * `workers` (a text[] literal; NULL: all), with their dead letters (worker_restarted). Rows
- * changed: (id, worker, 1 when its dead letter was written) in *changed. For the registry's
- * transaction, right after a heartbeat names a new incarnation, and the monitor's passes. */
+ * changed: (id, worker, 1 when its dead letter was written, attempt, status, error) in
+ * *changed. For the registry's transaction, right after a heartbeat names a new incarnation,
+ * and the monitor's passes. */
 int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **changed, char *err,
                       size_t errlen) WARN_UNUSED;
+/* monitor.c: the attempts the rows of a monitor statement (monitor_restarted's too) ended:
+ * recorded and perhaps retried (attempts.h), as outcome (a row that became cancelled: cancelled);
+ * suspect: their workers lost a confirmed dispatch. */
+int monitor_end_attempts(PGconn *db, PGresult *changed, attempt_outcome_t outcome, bool suspect,
+                         executor_stats_t *counts, char *err, size_t errlen) WARN_UNUSED;
 
 /* staleness.c: one round of the staleness detector (staleness.*); GET /api/v1/staleness. */
 void staleness_run(executor_t *x);
@@ -150,6 +157,10 @@ void api_keys_take(executor_t *x);
  * again for every canceling execution whose worker is live and was told more than a monitor
  * round ago. */
 void cancel_handle(http_req_t *r, void *arg);
+/* retire.c: retire the workers offline longer than worker.retire_after_s (the monitor). */
+void retire_run(executor_t *x);
+/* manual_retry.c: POST /api/v1/executions/{id}/retry. */
+void retry_handle(http_req_t *r, void *arg);
 void cancel_resend(executor_t *x);
 
 /* gauges.c: refresh x->gauges now and every few seconds; the collector for /metrics. */

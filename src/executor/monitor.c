@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "executor/attempts.h"
 #include "executor/executor.h"
 #include "executor/scheduler.h"
 #include "executor/transitions.h"
@@ -29,8 +30,8 @@
     " 'worker.' || c.worker || '.executions', '{}', convert_to(c.snap::text, 'UTF8'),"        \
     " c.snap::text, " error_expr ", c.snap FROM changed c"                                    \
     " ON CONFLICT (dedup_key) DO NOTHING RETURNING execution_id) "                            \
-    "SELECT c.id, coalesce(c.worker, ''), EXISTS (SELECT 1 FROM ins WHERE ins.execution_id = c.id)::int" \
-    " FROM changed c"
+    "SELECT c.id, coalesce(c.worker, ''), EXISTS (SELECT 1 FROM ins WHERE ins.execution_id = c.id)::int," \
+    " c.attempt, c.status, c.error FROM changed c"
 
 /* What the monitor makes of a running row (abandoned, error why) and of a canceling one
  * (cancelled, error cancel_why): the cancel stands, and nothing will report any more. */
@@ -56,7 +57,7 @@ static const char scheduled_sql[] =
     " 'attempt', s.attempt, 'scheduled_at', s.snap->'scheduled_at', 'scheduled_timeout_s', $1::int)"
     " FROM stale s WHERE e.id = s.id AND e.status = " EXEC_SQL(SCHEDULED)
     " AND e.attempt = s.attempt"
-    " RETURNING e.id, s.attempt, s.worker, s.snap)"
+    " RETURNING e.id, s.attempt, s.worker, s.snap, e.status, e.error)"
     INSERT_DEAD_LETTERS("'scheduled_timeout'", "'" SCHEDULED_TIMEOUT_ERROR "'");
 
 /* A dispatch never confirmed may be in no queue (the executor died after COMMIT, the COMMIT's
@@ -92,7 +93,7 @@ static const char restarted_sql[] =
     " result = jsonb_build_object('error', " RESTART_WHY ", 'worker', s.worker,"
     " 'attempt', s.attempt, 'incarnation', s.old_inc, 'new_incarnation', s.new_inc)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
-    " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
+    " RETURNING e.id, s.attempt, s.worker, s.snap, e.status, e.error)"
     INSERT_DEAD_LETTERS("'worker_restarted'", "c.error");
 
 /* Running (or canceling) longer than its timeout plus the grace with no result: the worker
@@ -112,7 +113,7 @@ static const char running_timeout_sql[] =
     " result = jsonb_build_object('error', " LATE_WHY ", 'worker', s.worker,"
     " 'attempt', s.attempt, 'timeout_s', s.timeout_s, 'grace_s', $2::int)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
-    " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
+    " RETURNING e.id, s.attempt, s.worker, s.snap, e.status, e.error)"
     INSERT_DEAD_LETTERS("'running_timeout'", "c.error");
 
 /* Why the worker is considered gone, for error and result. */
@@ -134,7 +135,7 @@ static const char stale_worker_sql[] =
     " result = jsonb_build_object('error', " STALE_WHY ", 'worker', s.worker, 'attempt', s.attempt,"
     " 'last_heartbeat', s.last_heartbeat, 'worker_status', s.worker_status)"
     " FROM stale s WHERE e.id = s.id AND e.status = s.status AND e.attempt = s.attempt"
-    " RETURNING e.id, s.attempt, s.worker, s.snap, e.error)"
+    " RETURNING e.id, s.attempt, s.worker, s.snap, e.status, e.error)"
     INSERT_DEAD_LETTERS("'worker_stale'", "c.error");
 /* clang-format on */
 
@@ -151,6 +152,33 @@ int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **cha
     return db_exec(db, restarted_sql, 3, params, changed, err, errlen);
 }
 
+int monitor_end_attempts(PGconn *db, PGresult *changed, attempt_outcome_t outcome, bool suspect,
+                         executor_stats_t *counts, char *err, size_t errlen)
+{
+    int n = PQntuples(changed);
+    if (n == 0 || PQnfields(changed) < 6)
+        return 0;
+    attempt_end_t *ends = calloc((size_t)n, sizeof *ends);
+    if (!ends) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int r = 0; r < n; r++) {
+        const char *status = PQgetvalue(changed, r, 4);
+        bool cancelled = !strcmp(status, EXEC_NAME_CANCELLED);
+        ends[r] = (attempt_end_t){.id = strtoll(PQgetvalue(changed, r, 0), NULL, 10),
+                                  .attempt = atoi(PQgetvalue(changed, r, 3)),
+                                  .status = status,
+                                  .outcome = cancelled ? OUTCOME_CANCELLED : outcome,
+                                  .error = PQgetisnull(changed, r, 5) ? NULL
+                                                                      : PQgetvalue(changed, r, 5),
+                                  .lost_worker = suspect ? PQgetvalue(changed, r, 1) : NULL};
+    }
+    int rc = attempts_end(db, ends, (size_t)n, counts, err, errlen);
+    free(ends);
+    return rc;
+}
+
 typedef struct monitor_pass {
     executor_t *x;
     const char *sql;
@@ -158,6 +186,10 @@ typedef struct monitor_pass {
     int nparams;
     const char *params[4];
     PGresult *changed;
+    bool ends_attempts;        /* the rows it changes ended their attempt */
+    attempt_outcome_t outcome; /* how, for the retry policy */
+    bool suspect;              /* the worker lost a confirmed dispatch: suspect */
+    executor_stats_t counts;   /* retries and their dead letters, merged after COMMIT */
 } monitor_pass_t;
 
 static int monitor_work(PGconn *db, void *arg, char *err, size_t errlen)
@@ -165,7 +197,13 @@ static int monitor_work(PGconn *db, void *arg, char *err, size_t errlen)
     monitor_pass_t *m = arg;
     PQclear(m->changed);
     m->changed = NULL;
-    return db_exec(db, m->sql, m->nparams, m->params, &m->changed, err, errlen);
+    memset(&m->counts, 0, sizeof m->counts);
+    stats_init(&m->counts);
+    if (db_exec(db, m->sql, m->nparams, m->params, &m->changed, err, errlen) != 0)
+        return -1;
+    return m->ends_attempts ? monitor_end_attempts(db, m->changed, m->outcome, m->suspect,
+                                                   &m->counts, err, errlen)
+                            : 0;
 }
 
 /* Run one kind; returns how many executions it changed, -1 on a database problem. */
@@ -176,6 +214,7 @@ static int run_pass(executor_t *x, monitor_pass_t *m, uint64_t *counter, const c
         return -1;
     }
     int n = PQntuples(m->changed);
+    stats_merge(&x->stats, &m->counts);
     for (int r = 0; r < n; r++) {
         (*counter)++;
         if (atoi(PQgetvalue(m->changed, r, 2)) == 1)
@@ -208,21 +247,30 @@ void monitor_run(executor_t *x)
     monitor_pass_t scheduled = {.x = x,
                                 .sql = scheduled_sql,
                                 .reason = "scheduled_timeout",
+                                .ends_attempts = true,
+                                .outcome = OUTCOME_WORKER_LOST,
+                                .suspect = true,
                                 .nparams = 2,
                                 .params = {timeout, limit}};
     monitor_pass_t restarted = {.x = x,
                                 .sql = restarted_sql,
                                 .reason = "worker_restarted",
+                                .ends_attempts = true,
+                                .outcome = OUTCOME_WORKER_LOST,
                                 .nparams = 3,
                                 .params = {sources, NULL, limit}};
     monitor_pass_t late = {.x = x,
                            .sql = running_timeout_sql,
                            .reason = "running_timeout",
+                           .ends_attempts = true,
+                           .outcome = OUTCOME_TIMEOUT,
                            .nparams = 4,
                            .params = {dflt, grace, sources, limit}};
     monitor_pass_t stale = {.x = x,
                             .sql = stale_worker_sql,
                             .reason = "worker_stale",
+                            .ends_attempts = true,
+                            .outcome = OUTCOME_WORKER_LOST,
                             .nparams = 3,
                             .params = {factor, sources, limit}};
     /* Heartbeats (and results) this executor could not hear say nothing about the workers: no
@@ -254,5 +302,7 @@ void monitor_run(executor_t *x)
         if (!full)
             break;
     }
+    if (hearing)
+        retire_run(x);
     cancel_resend(x);
 }

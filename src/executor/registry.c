@@ -252,6 +252,7 @@ static int abandon_restarted(PGconn *db, consumer_batch_t *b, char *err, size_t 
     } else if (k > 0 &&
                (rc = monitor_restarted(db, workers, RESTARTED_LIMIT, &changed, err, errlen)) == 0) {
         count_restarted(b, changed);
+        rc = monitor_end_attempts(db, changed, OUTCOME_WORKER_LOST, false, &b->counts, err, errlen);
     }
     PQclear(changed);
     pgarr_free(&ids);

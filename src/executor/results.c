@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "executor/attempts.h"
 #include "executor/dlstore.h"
 #include "executor/executor.h"
 #include "executor/identity.h"
@@ -40,6 +41,8 @@ typedef struct result_msg {
     char incarnation[INCARNATION_LEN + 1]; /* the worker process's; "" when absent or malformed */
     char reported_at[TS_TEXT_MAX];         /* running: the envelope's timestamp, UTC */
     int64_t timeout_s;                     /* running: the timeout the worker applies; 0: unknown */
+    int64_t exit_code;                     /* completion: the handler's exit code, with ... */
+    bool has_exit_code;                    /* ... this (75 is a temporary failure) */
     int round;                             /* nth message for its execution in this batch */
     bool applied;
     bool completion;    /* an ExecutionCompleted, also when read from a cleaned copy */
@@ -137,6 +140,7 @@ static int parse_outcome(result_msg_t *m)
     char err[ERRBUF_SIZE];
     jf_t p = {m->in.env.payload, "payload", err, sizeof err};
     m->outcome = outcome_json(m->in.env.payload);
+    m->has_exit_code = jf_int(&p, "exit_code", false, INT32_MIN, INT32_MAX, &m->exit_code) == 1;
     /* A started_at that names no instant is left out: the completion itself still counts. The
      * database gets the instant in one spelling it reads the same way, so the cast in SQL never
      * fails the batch (the completion would end up a store_error). */
@@ -286,6 +290,7 @@ static const char apply_sql[] =
     "   incarnation, reported_at, timeout_s, ord)"
     " JOIN executions o ON o.id = u.id" /* the row as it was, for the metrics */
     " WHERE e.id = u.id AND e.attempt = u.attempt AND (u.worker IS NULL OR e.worker = u.worker)"
+    "   AND e.status <> " EXEC_SQL(REQUESTED) /* retried: that attempt is over (retries.md) */
     "   AND (e.status || '>' || u.status) = ANY (ARRAY(SELECT f || '>' || t"
     "     FROM unnest($9::text[], $10::text[]) AS p(f, t)))"
     " RETURNING u.ord,"
@@ -443,7 +448,7 @@ static const char fail_unprocessable_sql[] =
     " wait_reason = NULL"
     " FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[]) AS u(id, attempt, error, worker)"
     " WHERE e.id = u.id AND e.attempt = u.attempt AND e.status = ANY($5::text[])"
-    "   AND (u.worker IS NULL OR e.worker = u.worker)"
+    "   AND e.status <> " EXEC_SQL(REQUESTED) " AND (u.worker IS NULL OR e.worker = u.worker)"
     " RETURNING e.id";
 /* clang-format on */
 
@@ -548,9 +553,43 @@ static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *e
     return rc;
 }
 
-/* Unprocessable completions fail their attempt, the rounds are applied in order, a report that
- * changed nothing for a cancelled execution joins its history, and every message that cannot be
- * used or came from an older attempt becomes a dead letter. */
+/* The attempts the batch ended (applied completions, unprocessable ones that failed their
+ * attempt): recorded, and retried when their policy says so (attempts.h). */
+static int end_attempts(PGconn *db, result_msg_t *msgs, size_t n, executor_stats_t *counts,
+                        char *err, size_t errlen)
+{
+    attempt_end_t *ends = calloc(n + 1, sizeof *ends);
+    size_t k = 0;
+    if (!ends) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        result_msg_t *m = &msgs[i];
+        bool ended = m->unprocessable ||
+                     (!m->in.reason[0] && m->applied && m->target != EXEC_RUNNING);
+        if (!ended)
+            continue;
+        const char *status = trans_status_name(m->unprocessable ? EXEC_FAILED : m->target);
+        ends[k++] = (attempt_end_t){
+            .id = m->execution_id,
+            .attempt = m->attempt,
+            .status = status,
+            .outcome = m->unprocessable
+                           ? OUTCOME_FAILED
+                           : attempts_outcome_of(status, m->has_exit_code, (int)m->exit_code),
+            .exit_code = (int)m->exit_code,
+            .has_exit_code = m->has_exit_code && !m->unprocessable};
+    }
+    int rc = attempts_end(db, ends, k, counts, err, errlen);
+    free(ends);
+    return rc;
+}
+
+/* Unprocessable completions fail their attempt, the rounds are applied in order, the attempts
+ * that ended are recorded and perhaps retried, a report that changed nothing for a cancelled
+ * execution joins its history, and every message that cannot be used or came from an older
+ * attempt becomes a dead letter. */
 static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
     result_msg_t *msgs = b->items;
@@ -560,6 +599,8 @@ static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errle
     for (int r = 0; r < rounds; r++)
         if (apply_round(db, msgs, b->n, r, &b->counts, err, errlen) != 0)
             return -1;
+    if (end_attempts(db, msgs, b->n, &b->counts, err, errlen) != 0)
+        return -1;
     if (note_older_attempts(db, msgs, b->n, err, errlen) != 0 ||
         record_after_cancel(db, msgs, b->n, &b->counts, err, errlen) != 0 ||
         dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
@@ -665,7 +706,8 @@ static int refused_work(PGconn *db, consumer_batch_t *b, char *err, size_t errle
         if (m->completion)
             mark_unprocessable(m);
     }
-    if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0)
+    if (fail_unprocessable(db, msgs, b->n, &b->counts, err, errlen) != 0 ||
+        end_attempts(db, msgs, b->n, &b->counts, err, errlen) != 0)
         return -1;
     return dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen);
 }

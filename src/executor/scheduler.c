@@ -39,15 +39,17 @@
  * backlog on every tick (docs/performance.md). Why a row waits is derived when it is read
  * (warren_wait_reason, schema 005).
  */
+/* Only rows that are due (a retry waits for its time, schema 015), in due order: one scan of
+ * the partial index executions_due_idx (executions_due_pinned_idx for pinned rows). */
 #define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
                       " e.timeout_s, e.redrive_count FROM executions e"                    \
-                      " WHERE e.status = " EXEC_SQL(REQUESTED) " AND "
+                      " WHERE e.status = " EXEC_SQL(REQUESTED) " AND e.due_at <= now() AND "
 static const char claim_pinned_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NOT NULL"
-    " ORDER BY e.created_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
+    " ORDER BY e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 static const char claim_free_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NULL AND e.action_ref = ANY($2::text[])"
-    " ORDER BY e.created_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
+    " ORDER BY e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 
 /* Locked in id order so executors scheduling at once take turns and count each other's work. */
 static const char lock_workers_sql[] =
@@ -381,6 +383,17 @@ static void remember_declared(declared_set_t *s, const char *id)
         s->n++;
 }
 
+/* Its queue may be gone (a retired worker's is deleted, docs/retries.md): declare it again. */
+static void forget_declared(declared_set_t *s, const char *id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->ids[i], id)) {
+            free(s->ids[i]);
+            s->ids[i] = s->ids[--s->n];
+            return;
+        }
+}
+
 /*
  * A pinned worker may never have run (or be gone): declare its queue, with TTL and DLX, so the
  * dispatch waits there and expires into the dead-letter queue instead of being unroutable.
@@ -427,6 +440,8 @@ static void publish_failed(sched_t *s, const sched_job_t *j, int status)
     log_kv(LOG_WARN, "dispatch refused or never sent; moving it back to requested", "execution_id",
            j->id_text, "worker", j->worker, "status", mq_status_name(status), NULL);
     queue_settle(s, j->id, j->attempt, false);
+    if (j->a.worker == ASSIGN_PINNED) /* unroutable: its queue was deleted since (retired) */
+        forget_declared(&s->declared, j->worker);
 }
 
 /* Written without an answer (confirm timeout, connection lost after the write): the dispatch

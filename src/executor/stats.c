@@ -190,6 +190,11 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
          "Cancel control messages to workers, confirmed or not", &s->cancel_messages},
         {"warren_cancel_messages_total", "result=\"unconfirmed\"", NULL,
          &s->cancel_messages_failed},
+        {"warren_retries_total", "decision=\"retry\"",
+         "Ended attempts the retry policy decided on: retried (back to requested, due later) or "
+         "exhausted (max_retries_exceeded)",
+         &s->retries_scheduled},
+        {"warren_retries_total", "decision=\"exhausted\"", NULL, &s->retries_exhausted},
     };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
         const char *help = counters[i].help ? counters[i].help : counters[i - 1].help;

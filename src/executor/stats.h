@@ -45,7 +45,9 @@
     X(pruned_executions)      /* terminal executions pruned by retention */                        \
     X(pruned_history)         /* history rows pruned by retention */                               \
     X(cancel_messages)        /* control messages confirmed to a worker */                         \
-    X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */
+    X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */         \
+    X(retries_scheduled)      /* ended attempts the retry policy sent back to requested */         \
+    X(retries_exhausted)      /* ended attempts whose policy was used up (max_retries_exceeded) */
 
 typedef struct executor_stats {
 #define STATS_FIELD(name) uint64_t name;

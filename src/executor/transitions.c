@@ -32,7 +32,10 @@ static const bool terminal[EXEC_STATUS_COUNT] = {
  * abandoned  -> completed/failed/timeout: the worker was only out of sight (the executor's own
  *               broker outage, a slow report) and finished the same attempt after all; the
  *               attempt fence keeps any other attempt out, and the history notes it.
- * Other terminal statuses have no successors: nothing moves a finished execution.
+ * failed, timeout, abandoned -> requested: a retry (docs/retries.md), decided by the retry policy
+ *               in the transaction that ended the attempt, or asked for with `warren retry`; the
+ *               next dispatch is the next attempt.
+ * completed and cancelled have no successors: nothing moves them.
  */
 static const unsigned successors[EXEC_STATUS_COUNT] = {
     [EXEC_REQUESTED] = TO(EXEC_SCHEDULING) | TO(EXEC_SCHEDULED) | TO(EXEC_CANCELLED) |
@@ -45,7 +48,9 @@ static const unsigned successors[EXEC_STATUS_COUNT] = {
                      TO(EXEC_ABANDONED),
     [EXEC_CANCELING] = TO(EXEC_CANCELLED) | TO(EXEC_COMPLETED) | TO(EXEC_FAILED) |
                        TO(EXEC_TIMEOUT) | TO(EXEC_ABANDONED),
-    [EXEC_ABANDONED] = TO(EXEC_COMPLETED) | TO(EXEC_FAILED) | TO(EXEC_TIMEOUT),
+    [EXEC_ABANDONED] = TO(EXEC_COMPLETED) | TO(EXEC_FAILED) | TO(EXEC_TIMEOUT) | TO(EXEC_REQUESTED),
+    [EXEC_FAILED] = TO(EXEC_REQUESTED),
+    [EXEC_TIMEOUT] = TO(EXEC_REQUESTED),
 };
 
 const char *trans_status_name(exec_status_t s)

@@ -208,6 +208,126 @@ int topo_declare_events(mq_client_t *c, const char *exchange, char *err, size_t 
     return declare_exchange(c, &x, err, errlen);
 }
 
+/* ---- taking a queue back (a retired worker's, docs/retries.md) ---- */
+
+static char *bytes_dup(amqp_bytes_t b)
+{
+    char *s = b.len ? malloc(b.len + 1) : NULL;
+    if (s) {
+        memcpy(s, b.bytes, b.len);
+        s[b.len] = '\0';
+    }
+    return s;
+}
+
+void topo_taken_free(topo_taken_t *t)
+{
+    free(t->body);
+    free(t->message_id);
+    free(t->routing_key);
+    memset(t, 0, sizeof *t);
+}
+
+int topo_take(mq_client_t *c, const char *queue, size_t max_body, topo_taken_t *out, bool *missing,
+              char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    *missing = false;
+    if (!mq_connected(c)) {
+        snprintf(err, errlen, "not connected");
+        return -1;
+    }
+    amqp_connection_state_t conn = mq_conn(c);
+    amqp_channel_t ch = (amqp_channel_t)mq_channel(c);
+    amqp_rpc_reply_t r = amqp_basic_get(conn, ch, amqp_cstring_bytes(queue), 0);
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD &&
+        ((amqp_channel_close_t *)r.reply.decoded)->reply_code == AMQP_NOT_FOUND) {
+        char reopen[ERRBUF_SIZE];
+        *missing = true;
+        if (mq_reopen_channel(c, reopen, sizeof reopen) != 0) {
+            snprintf(err, errlen, "reopening the channel after a missing queue: %s", reopen);
+            return -1;
+        }
+        return 0;
+    }
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        char reply[ERRBUF_SIZE];
+        mq_describe_reply(r, reply, sizeof reply);
+        snprintf(err, errlen, "basic.get from '%s' failed: %s", queue, reply);
+        return -1;
+    }
+    if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD)
+        return 0;
+    amqp_basic_get_ok_t *ok = r.reply.decoded;
+    uint64_t tag = ok->delivery_tag;
+    char *key = bytes_dup(ok->routing_key);
+    amqp_message_t m;
+    r = amqp_read_message(conn, ch, &m, 0);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) {
+        free(key);
+        snprintf(err, errlen, "reading a message from '%s' failed", queue);
+        mq_connection_lost(c, "reading a taken message failed");
+        return -1;
+    }
+    int rc = 1;
+    if (m.body.len > max_body) {
+        snprintf(err, errlen, "a message of %zu bytes in '%s' (at most %zu taken back)", m.body.len,
+                 queue, max_body);
+        free(key);
+        rc = -1;
+    } else {
+        out->tag = tag;
+        out->routing_key = key;
+        out->body_len = m.body.len;
+        out->body = bytes_dup(m.body);
+        if (!out->body)
+            out->body = calloc(1, 1);
+        if (m.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+            out->message_id = bytes_dup(m.properties.message_id);
+        if (!out->body) {
+            topo_taken_free(out);
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        }
+    }
+    amqp_destroy_message(&m);
+    return rc;
+}
+
+int topo_ack_taken(mq_client_t *c, uint64_t tag, char *err, size_t errlen)
+{
+    if (!mq_connected(c) ||
+        amqp_basic_ack(mq_conn(c), (amqp_channel_t)mq_channel(c), tag, 1) != AMQP_STATUS_OK) {
+        snprintf(err, errlen, "basic.ack of taken messages failed");
+        return -1;
+    }
+    return 0;
+}
+
+int topo_delete_queue(mq_client_t *c, const char *queue, bool if_empty, char *err, size_t errlen)
+{
+    if (!mq_connected(c)) {
+        snprintf(err, errlen, "not connected");
+        return -1;
+    }
+    amqp_queue_delete(mq_conn(c), (amqp_channel_t)mq_channel(c), amqp_cstring_bytes(queue), 0,
+                      if_empty ? 1 : 0);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(mq_conn(c));
+    if (r.reply_type == AMQP_RESPONSE_NORMAL)
+        return 0;
+    bool gone = r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+                r.reply.id == AMQP_CHANNEL_CLOSE_METHOD &&
+                ((amqp_channel_close_t *)r.reply.decoded)->reply_code == AMQP_NOT_FOUND;
+    char reply[ERRBUF_SIZE], reopen[ERRBUF_SIZE];
+    mq_describe_reply(r, reply, sizeof reply);
+    snprintf(err, errlen, "deleting queue '%s' failed: %s", queue, reply);
+    if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+        mq_reopen_channel(c, reopen, sizeof reopen))
+        log_kv(LOG_WARN, "reopening the channel after a refused delete failed", "error", reopen,
+               NULL);
+    return gone ? 0 : -1;
+}
+
 /* ---- verifying ---- */
 
 typedef struct verify {

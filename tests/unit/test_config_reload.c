@@ -46,6 +46,15 @@ static const char *const reloadable[] = {
     "dead_letters.retention_days",
     "executions.retention_days",
     "execution_history.retention_days",
+    "retry.max_attempts",
+    "retry.backoff",
+    "retry.base_ms",
+    "retry.factor",
+    "retry.max_ms",
+    "retry.jitter",
+    "retry.retry_on",
+    "retry.never_retry",
+    "actions",
     "api.keys",
     "api.keys_file",
     "api.auth_reads",
@@ -55,6 +64,7 @@ static const char *const reloadable[] = {
     "worker.kill_grace_s",
     "worker.shutdown_timeout_s",
     "worker.max_output_bytes",
+    "worker.retire_after_s",
 };
 
 static char conf_path[64];
@@ -128,9 +138,15 @@ static void other_value(const cfg_key_t *k, char *buf, size_t len)
         snprintf(buf, len, "%s", strcmp(k->choices[0], k->def) ? k->choices[0] : k->choices[1]);
         return;
     case CT_STRING:
-        /* the checked strings are lists of action=seconds */
-        snprintf(buf, len, "%s", k->check ? "some.action=7" : "changed-value");
+        /* checked strings: a list of action=seconds, or a retry policy's fields */
+        snprintf(buf, len, "%s",
+                 !strcmp(k->path, "retry.jitter")        ? "10%"
+                 : !strcmp(k->path, "retry.retry_on")    ? "failed"
+                 : !strcmp(k->path, "retry.never_retry") ? "ValueError"
+                 : k->check                              ? "some.action=7"
+                                                         : "changed-value");
         return;
+    case CT_ACTIONS: snprintf(buf, len, "%s", "some.action: max_attempts=2"); return;
     }
 }
 

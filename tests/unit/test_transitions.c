@@ -16,7 +16,8 @@ static const char *const legal_pairs[] = {
     "scheduled cancelled",  "running completed",    "running failed",      "running timeout",
     "running canceling",    "running abandoned",    "canceling cancelled", "canceling completed",
     "canceling failed",     "canceling timeout",    "canceling abandoned", "abandoned completed",
-    "abandoned failed",     "abandoned timeout",
+    "abandoned failed",     "abandoned timeout",    "abandoned requested", "failed requested",
+    "timeout requested",
 };
 
 static bool expected_legal(const char *from, const char *to)
@@ -45,7 +46,8 @@ static void every_pair_matches_the_table(void **state)
     assert_int_equal(legal, (int)(sizeof legal_pairs / sizeof legal_pairs[0]));
 }
 
-/* Terminal statuses have no way out, except a late completion of an abandoned attempt. */
+/* Terminal statuses have no way out, except a late completion of an abandoned attempt and a
+ * retry (back to requested) of a failed, timed out or abandoned one. */
 static void terminal_statuses_have_no_way_out(void **state)
 {
     (void)state;
@@ -56,8 +58,10 @@ static void terminal_statuses_have_no_way_out(void **state)
         assert_true(trans_is_terminal(s));
         for (int t = 0; t < EXEC_STATUS_COUNT; t++)
             assert_int_equal(trans_legal(s, (exec_status_t)t),
-                             s == EXEC_ABANDONED &&
-                                 (t == EXEC_COMPLETED || t == EXEC_FAILED || t == EXEC_TIMEOUT));
+                             (s == EXEC_ABANDONED &&
+                              (t == EXEC_COMPLETED || t == EXEC_FAILED || t == EXEC_TIMEOUT)) ||
+                                 ((s == EXEC_ABANDONED || s == EXEC_FAILED || s == EXEC_TIMEOUT) &&
+                                  t == EXEC_REQUESTED));
     }
     const char *open[] = {"requested", "scheduling", "scheduled", "running", "canceling"};
     for (size_t i = 0; i < 5; i++) {
@@ -104,7 +108,7 @@ static void sources_literal_lists_predecessors(void **state)
     assert_int_equal(trans_sources_literal(EXEC_FAILED, buf, sizeof buf), 0);
     assert_string_equal(buf, "{requested,scheduled,running,canceling,abandoned}");
     assert_int_equal(trans_sources_literal(EXEC_REQUESTED, buf, sizeof buf), 0);
-    assert_string_equal(buf, "{scheduling,scheduled}");
+    assert_string_equal(buf, "{scheduling,scheduled,failed,timeout,abandoned}");
     assert_int_equal(trans_sources_literal(EXEC_FAILED, buf, 10), -1);
 }
 
