@@ -94,6 +94,7 @@ static void check_config(const warren_config_t *cfg)
         char *str;
         switch (k->type) {
         case CT_STRING:
+        case CT_ACTIONS: /* per-action settings, kept as their text form */
             memcpy(&str, field, sizeof str);
             FUZZ_CHECK(str != NULL);
             break;
