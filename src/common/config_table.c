@@ -256,7 +256,7 @@ const cfg_key_t cfg_table[] = {
 
     STR("worker.name", worker.name, "",
         "Worker id; empty: WARREN_WORKER_NAME or the host name (a StatefulSet pod name works)"),
-    INT("worker.max_concurrency", worker.max_concurrency, "4", 1, 1024,
+    INT("worker.max_concurrency", worker.max_concurrency, "16", 1, 1024,
         "Executions run at once; also the consumer prefetch"),
     R_INT("worker.heartbeat_interval_s", worker.heartbeat_interval_s, "10", 1, 3600,
           "Seconds between heartbeats"),
