@@ -393,6 +393,7 @@ static int start(executor_t *x)
     if (dbc_init(&x->db, x->cfg->database.url, x->cfg->database.connect_timeout_s) != 0)
         return -1;
     dbc_set_statement_timeout(&x->db, x->cfg->database.statement_timeout_ms);
+    dbc_set_prepare(&x->db, x->cfg->database.prepared_statements);
     PGconn *db = dbc_get(&x->db);
     if (!db || check_migrations(db) != 0)
         return -1;
