@@ -20,6 +20,7 @@ typedef struct warren_config {
         char *url;
         int connect_timeout_s;
         int statement_timeout_ms; /* the executor's bound on every statement */
+        bool prepared_statements; /* the executor prepares its statements once per connection */
     } database;
     struct {
         char *url;

@@ -16,6 +16,10 @@ PGconn *db_connect(const char *url, int connect_timeout_s, char *err, size_t err
  * gets no answer in time fails, and the connection is then lost (db_connection_lost): a server
  * that vanished without closing the connection cannot hold the caller. */
 void db_set_timeout(PGconn *db, int timeout_ms);
+/* Prepare each statement db_exec runs on db under a deadline (db_set_timeout) once, on first
+ * use, and run it by name from then on: no parse and plan per call (database.
+ * prepared_statements). Keyed by the text; forgotten when the server loses them. */
+void db_set_prepare(PGconn *db, bool on);
 /* Run sql with text params; the result must be COMMAND_OK or TUPLES_OK or -1 is returned
  * with the server message in err. *out (may be NULL) gets the result, caller PQclear()s. */
 int db_exec(PGconn *db, const char *sql, int nparams, const char *const *params, PGresult **out,

@@ -151,6 +151,19 @@ int mq_publish(mq_client_t *c, const mq_message_t *m) WARN_UNUSED;
  * Returns MQ_OK when all succeeded, else the first failure. */
 int mq_publish_batch(mq_client_t *c, const mq_message_t *msgs, size_t n, int *results) WARN_UNUSED;
 
+/*
+ * Other work while a publish waits for its confirms (the broker writes persistent messages to
+ * disk first): when fd(arg) is a socket (>= 0) that becomes readable before the confirms are
+ * in, run(arg) is called, at most once per mq_publish_batch, and the wait for the confirms is
+ * extended by the time it took. run must not publish on this client. NULL: no hook.
+ */
+typedef struct mq_wait_hook {
+    int (*fd)(void *arg);
+    void (*run)(void *arg);
+    void *arg;
+} mq_wait_hook_t;
+void mq_set_wait_hook(mq_client_t *c, const mq_wait_hook_t *hook);
+
 /* Start consuming `queue` (manual ack), connecting first if needed. Goes through the breaker.
  * Returns MQ_OK or a negative mq_status_t (MQ_ERR_CLOSED_BY_BROKER: e.g. 404 no queue),
  * with the reason in err. Also the way to resubscribe after mq_consume_next() failed. */

@@ -43,6 +43,10 @@ const cfg_key_t cfg_table[] = {
     INT("database.statement_timeout_ms", database.statement_timeout_ms, "5000", 100, 600000,
         "The executor's bound on one statement: the server's statement_timeout, and the "
         "client gives a server that does not answer up a little later and reconnects"),
+    BOOL("database.prepared_statements", database.prepared_statements, "true",
+         "The executor prepares each statement once per connection and reuses it (no parse "
+         "and plan per call); false behind a transaction pooler without prepared-statement "
+         "support (PgBouncer before 1.21)"),
 
     SECRET_STR(MQ "url", rabbitmq.url, "amqp://guest:guest@127.0.0.1:5672/%2f",
                "AMQP URL of the RabbitMQ node"),
@@ -256,7 +260,7 @@ const cfg_key_t cfg_table[] = {
 
     STR("worker.name", worker.name, "",
         "Worker id; empty: WARREN_WORKER_NAME or the host name (a StatefulSet pod name works)"),
-    INT("worker.max_concurrency", worker.max_concurrency, "4", 1, 1024,
+    INT("worker.max_concurrency", worker.max_concurrency, "16", 1, 1024,
         "Executions run at once; also the consumer prefetch"),
     R_INT("worker.heartbeat_interval_s", worker.heartbeat_interval_s, "10", 1, 3600,
           "Seconds between heartbeats"),

@@ -1,6 +1,7 @@
 /* PostgreSQL connection and statement helpers with the project's 0/-1 + err contract. */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,18 +52,44 @@ static void copy_message(char *err, size_t errlen, const char *prefix, const cha
  * bound on every statement, whether a statement ran past it, and the SQLSTATE of the last
  * failure.
  */
+/* A statement prepared on the connection (db_set_prepare): its text and server-side name. */
+typedef struct db_prepared {
+    uint64_t hash;
+    char *sql;
+    int nparams;
+    unsigned id; /* the name is "warren_<id>" */
+} db_prepared_t;
+
+/* Statements prepared per connection at most: the executor's hot statements are fewer; text
+ * built at run time past this runs unnamed, as every statement did before. */
+#define DB_PREPARED_MAX 96
+
 typedef struct db_state {
     int timeout_ms; /* 0: statements wait as long as the server takes */
     bool broken;    /* a statement ran past timeout_ms: the connection cannot be trusted */
     char sqlstate[6];
+    bool prepare; /* db_set_prepare: statements with a deadline are prepared once, then reused */
+    db_prepared_t prepared[DB_PREPARED_MAX];
+    size_t n_prepared;
+    unsigned next_id;
 } db_state_t;
+
+static void forget_prepared(db_state_t *st)
+{
+    for (size_t i = 0; i < st->n_prepared; i++)
+        free(st->prepared[i].sql);
+    st->n_prepared = 0;
+}
 
 static int db_event(PGEventId id, void *info, void *arg)
 {
     (void)arg;
     if (id == PGEVT_CONNDESTROY) {
         PGEventConnDestroy *e = info;
-        free(PQinstanceData(e->conn, db_event));
+        db_state_t *st = PQinstanceData(e->conn, db_event);
+        if (st)
+            forget_prepared(st);
+        free(st);
     }
     return 1;
 }
@@ -136,6 +163,13 @@ void db_set_timeout(PGconn *db, int timeout_ms)
         st->timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
 }
 
+void db_set_prepare(PGconn *db, bool on)
+{
+    db_state_t *st = state_of(db);
+    if (st)
+        st->prepare = on;
+}
+
 const char *db_last_sqlstate(const PGconn *db)
 {
     const db_state_t *st = state_of(db);
@@ -194,13 +228,32 @@ static int wait_result(PGconn *db, int64_t deadline_ms)
     return 1;
 }
 
-/* Send the whole query, then wait for its first result; returns like wait_result. */
-static int send_query(PGconn *db, const char *sql, int nparams, const char *const *params,
-                      int64_t deadline_ms)
+/* FNV-1a: the cache is looked up by text (a buffer may hold different statements in turn). */
+static uint64_t sql_hash(const char *sql)
 {
-    if (PQsetnonblocking(db, 1) != 0 ||
-        !PQsendQueryParams(db, sql, nparams, NULL, params, NULL, NULL, 0))
-        return -1;
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *p = (const unsigned char *)sql; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return h;
+}
+
+static db_prepared_t *find_prepared(db_state_t *st, const char *sql, int nparams, uint64_t h)
+{
+    for (size_t i = 0; i < st->n_prepared; i++)
+        if (st->prepared[i].hash == h && st->prepared[i].nparams == nparams &&
+            !strcmp(st->prepared[i].sql, sql))
+            return &st->prepared[i];
+    return NULL;
+}
+
+static void prepared_name(const db_prepared_t *p, char *name, size_t len)
+{
+    snprintf(name, len, "warren_%u", p->id);
+}
+
+/* Flush what was sent, then wait for the first result; returns like wait_result. */
+static int flush_and_wait(PGconn *db, int64_t deadline_ms)
+{
     int f;
     while ((f = PQflush(db)) == 1) {
         int w = wait_socket(db, POLLIN | POLLOUT, deadline_ms);
@@ -210,6 +263,77 @@ static int send_query(PGconn *db, const char *sql, int nparams, const char *cons
             return -1;
     }
     return f < 0 ? -1 : wait_result(db, deadline_ms);
+}
+
+/* Send the whole query (prepared as name when name is not NULL), then wait for its first
+ * result; returns like wait_result. */
+static int send_query(PGconn *db, const char *name, const char *sql, int nparams,
+                      const char *const *params, int64_t deadline_ms)
+{
+    if (PQsetnonblocking(db, 1) != 0)
+        return -1;
+    int sent = name ? PQsendQueryPrepared(db, name, nparams, params, NULL, NULL, 0)
+                    : PQsendQueryParams(db, sql, nparams, NULL, params, NULL, NULL, 0);
+    return sent ? flush_and_wait(db, deadline_ms) : -1;
+}
+
+/* Read every result of what was sent: the first error, else the last result, in *last.
+ * rc is what sending returned; returns like wait_result. */
+static int collect(PGconn *db, int rc, int64_t deadline_ms, PGresult **last)
+{
+    PGresult *r;
+    while (rc == 1 && (r = PQgetResult(db)) != NULL) {
+        /* Keep the first error, else the last result (what PQexecParams returns). */
+        if (*last && PQresultStatus(*last) == PGRES_FATAL_ERROR) {
+            PQclear(r);
+        } else {
+            PQclear(*last);
+            *last = r;
+        }
+        rc = wait_result(db, deadline_ms);
+    }
+    return rc;
+}
+
+/*
+ * The server-side name of sql, preparing it first when it is new (one more round trip, once
+ * per connection). NULL: run it unnamed (preparing is off, or the cache is full). A failed
+ * prepare leaves its error in *last and sets *rc like wait_result.
+ */
+static const char *use_prepared(PGconn *db, db_state_t *st, const char *sql, int nparams,
+                                int64_t deadline_ms, char *name, size_t len, PGresult **last,
+                                int *rc)
+{
+    *rc = 1;
+    if (!st->prepare)
+        return NULL;
+    uint64_t h = sql_hash(sql);
+    db_prepared_t *p = find_prepared(st, sql, nparams, h);
+    if (p) {
+        prepared_name(p, name, len);
+        return name;
+    }
+    if (st->n_prepared == DB_PREPARED_MAX)
+        return NULL;
+    char *copy = strdup(sql);
+    if (!copy)
+        return NULL;
+    db_prepared_t fresh = {.hash = h, .sql = copy, .nparams = nparams, .id = st->next_id++};
+    prepared_name(&fresh, name, len);
+    if (PQsetnonblocking(db, 1) != 0 || !PQsendPrepare(db, name, sql, nparams, NULL)) {
+        free(copy);
+        *rc = -1;
+        return NULL;
+    }
+    *rc = collect(db, flush_and_wait(db, deadline_ms), deadline_ms, last);
+    if (*rc != 1 || PQresultStatus(*last) != PGRES_COMMAND_OK) {
+        free(copy);
+        return NULL; /* the caller reports *last (the server's error) or *rc */
+    }
+    PQclear(*last);
+    *last = NULL;
+    st->prepared[st->n_prepared++] = fresh;
+    return name;
 }
 
 /*
@@ -222,18 +346,13 @@ static PGresult *exec_bounded(PGconn *db, db_state_t *st, const char *sql, int n
                               const char *const *params, char *err, size_t errlen)
 {
     int64_t deadline = now_mono_ms() + st->timeout_ms;
-    PGresult *last = NULL, *r;
-    int rc = send_query(db, sql, nparams, params, deadline);
-    while (rc == 1 && (r = PQgetResult(db)) != NULL) {
-        /* Keep the first error, else the last result (what PQexecParams returns). */
-        if (last && PQresultStatus(last) == PGRES_FATAL_ERROR) {
-            PQclear(r);
-        } else {
-            PQclear(last);
-            last = r;
-        }
-        rc = wait_result(db, deadline);
-    }
+    PGresult *last = NULL;
+    char name[32];
+    int rc;
+    const char *prepared = use_prepared(db, st, sql, nparams, deadline, name, sizeof name, &last,
+                                        &rc);
+    if (rc == 1 && !last)
+        rc = collect(db, send_query(db, prepared, sql, nparams, params, deadline), deadline, &last);
     if (rc == 0) {
         st->broken = true;
         snprintf(err, errlen,
@@ -276,6 +395,11 @@ int db_exec(PGconn *db, const char *sql, int nparams, const char *const *params,
         const char *code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
         if (state && code)
             snprintf(state->sqlstate, sizeof state->sqlstate, "%s", code);
+        /* A prepared statement the server no longer has (26000: a pooler moved the session),
+         * or whose plan no longer fits after a schema change (0A000, "cached plan must not
+         * change result type"): prepare everything again from the next statement on. */
+        if (state && code && (!strcmp(code, "26000") || !strcmp(code, "0A000")))
+            forget_prepared(state);
         db_describe_error(db, res, err, errlen);
         PQclear(res);
         return -1;

@@ -383,6 +383,19 @@ void consumer_pump(consumer_t *c)
     sync_watch(c);
 }
 
+int consumer_ready_fd(const consumer_t *c)
+{
+    return c->subscribed && !c->retry_pending ? c->fd : -1;
+}
+
+void consumer_read_ready(consumer_t *c)
+{
+    if (consumer_ready_fd(c) < 0)
+        return;
+    consume_available(c);
+    sync_watch(c);
+}
+
 void consumer_finish(consumer_t *c)
 {
     if (c->subscribed && !c->retry_pending)

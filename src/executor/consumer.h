@@ -109,6 +109,11 @@ void consumer_reconfigure(consumer_t *c, const warren_config_t *cfg);
 int consumer_start(consumer_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* From the pump timer: heartbeats, deliveries the library buffered, resubscribing when lost. */
 void consumer_pump(consumer_t *c);
+/* The socket of a consumer that handles what arrives now (subscribed, watched, no retry
+ * waiting), else -1; and handle what arrived on it (nothing when it is not so). For another
+ * client's wait (mq_set_wait_hook): never resubscribes, never publishes. */
+int consumer_ready_fd(const consumer_t *c);
+void consumer_read_ready(consumer_t *c);
 /* A batch kept after a database error is retried now rather than after its backoff (the
  * database came back). */
 void consumer_retry_now(consumer_t *c);

@@ -69,6 +69,12 @@ static void bound(dbconn_t *d)
     int grace = d->statement_timeout_ms / 2 < CLIENT_GRACE_MAX_MS ? d->statement_timeout_ms / 2
                                                                   : CLIENT_GRACE_MAX_MS;
     db_set_timeout(d->conn, d->statement_timeout_ms + grace);
+    db_set_prepare(d->conn, d->prepare);
+}
+
+void dbc_set_prepare(dbconn_t *d, bool on)
+{
+    d->prepare = on;
 }
 
 PGconn *dbc_get(dbconn_t *d)

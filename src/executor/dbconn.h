@@ -15,6 +15,7 @@ typedef struct dbconn {
     char *url;
     int connect_timeout_s;
     int statement_timeout_ms; /* 0: unbounded */
+    bool prepare;             /* prepare statements once per connection (db_set_prepare) */
     PGconn *conn;             /* NULL while down */
     backoff_t backoff;
     int64_t next_try_ms;          /* no reconnect before this (monotonic) */
@@ -30,6 +31,9 @@ void dbc_free(dbconn_t *d);
 /* Bound every statement from the next connection on: the server's statement_timeout, and a
  * client-side deadline a little later (database.statement_timeout_ms). */
 void dbc_set_statement_timeout(dbconn_t *d, int timeout_ms);
+/* Prepare each statement once per connection from the next connection on (needs a statement
+ * timeout: only bounded statements are prepared). */
+void dbc_set_prepare(dbconn_t *d, bool on);
 /* The connection, reconnecting when allowed; NULL while the database is unavailable. */
 PGconn *dbc_get(dbconn_t *d);
 

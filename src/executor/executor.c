@@ -23,8 +23,23 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     executor_t *x = arg;
     if (x->draining)
         return;
+    x->ticking = true;
+    x->wake_again = false;
     int r = sched_tick(&x->sched);
-    (void)evloop_arm(&x->sched_ev, r == 1 ? 0 : x->cfg->executor.poll_interval_ms);
+    x->ticking = false;
+    (void)evloop_arm(&x->sched_ev, r == 1 || x->wake_again ? 0 : x->cfg->executor.poll_interval_ms);
+}
+
+/* While a dispatch batch waits for its confirms, results that arrived are applied (the
+ * database is idle then: the batch is committed, its settling comes after the confirms). */
+static int results_fd(void *arg)
+{
+    return consumer_ready_fd(&((executor_t *)arg)->results);
+}
+
+static void results_run(void *arg)
+{
+    consumer_read_ready(&((executor_t *)arg)->results);
 }
 
 /* Work arrived (a notification) or slots may have freed (results applied): claim now rather
@@ -33,7 +48,11 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
 static void wake_scheduler(void *arg)
 {
     executor_t *x = arg;
-    if (!x->draining)
+    if (x->draining)
+        return;
+    if (x->ticking)
+        x->wake_again = true; /* the tick's end arms the timer: at once then */
+    else
         (void)evloop_arm(&x->sched_ev, 0);
 }
 
@@ -393,6 +412,7 @@ static int start(executor_t *x)
     if (dbc_init(&x->db, x->cfg->database.url, x->cfg->database.connect_timeout_s) != 0)
         return -1;
     dbc_set_statement_timeout(&x->db, x->cfg->database.statement_timeout_ms);
+    dbc_set_prepare(&x->db, x->cfg->database.prepared_statements);
     PGconn *db = dbc_get(&x->db);
     if (!db || check_migrations(db) != 0)
         return -1;
@@ -400,6 +420,7 @@ static int start(executor_t *x)
     if (connect_broker(x) != 0)
         return -1;
     sched_init(&x->sched, x->cfg, &x->db, x->pub, &x->stats);
+    sched_set_wait_hook(&x->sched, &(mq_wait_hook_t){results_fd, results_run, x});
     if (x->cfg->executor.listen_notify &&
         listener_init(&x->listener, x->base, x->cfg->database.url,
                       x->cfg->database.connect_timeout_s, x->cfg->database.statement_timeout_ms,

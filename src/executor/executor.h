@@ -72,6 +72,8 @@ typedef struct executor {
     int redrive_failures;     /* bulk redrive batches the database refused in a row */
     evloop_signals_t signals;
     bool draining;
+    bool ticking;    /* inside the scheduler's tick */
+    bool wake_again; /* woken during the tick (results applied meanwhile): tick again at once */
     /* the HTTP API, health and metrics (api.c) */
     http_server_t *api;
     api_keys_t keys;

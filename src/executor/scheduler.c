@@ -82,7 +82,9 @@ static const char update_sql[] =
     " RETURNING u.ord, (u.worker IS NOT NULL AND u.fail_error IS NULL)::int";
 
 /* After a publish batch, one statement records how each dispatch ended: confirmed (the
- * monitor then knows it is in a queue), or refused / never written (back to requested). */
+ * monitor then knows it is in a queue), or refused / never written (back to requested). A
+ * confirmed dispatch is recorded also when its report came first and moved the row on (results
+ * are applied while the confirms are awaited); only a scheduled row goes back. */
 static const char settle_sql[] =
     "UPDATE executions e SET"
     " status = CASE WHEN u.confirmed THEN e.status ELSE " EXEC_SQL(REQUESTED) " END,"
@@ -90,7 +92,8 @@ static const char settle_sql[] =
     " wait_reason = CASE WHEN u.confirmed THEN e.wait_reason"
     "   ELSE '" SCHED_UNCONFIRMED_REASON "' END"
     " FROM unnest($1::bigint[], $2::int[], $3::bool[]) AS u(id, attempt, confirmed)"
-    " WHERE e.id = u.id AND e.status = " EXEC_SQL(SCHEDULED) " AND e.attempt = u.attempt"
+    " WHERE e.id = u.id AND e.attempt = u.attempt AND (e.status = " EXEC_SQL(SCHEDULED)
+    "   OR (u.confirmed AND e.dispatch_confirmed_at IS NULL))"
     " RETURNING (NOT u.confirmed)::int";
 /* clang-format on */
 
@@ -464,6 +467,22 @@ static void publish_confirmed(sched_t *s, const sched_job_t *j)
            j->message_id, NULL);
 }
 
+/* The executor's hook, timed: its work is not part of the dispatch latency. */
+static int hook_fd(void *arg)
+{
+    sched_t *s = arg;
+    return s->wait_hook.fd(s->wait_hook.arg);
+}
+
+static void hook_run(void *arg)
+{
+    sched_t *s = arg;
+    int64_t t0 = now_mono_ms();
+    s->stats->confirm_wait_results++;
+    s->wait_hook.run(s->wait_hook.arg);
+    s->hook_ms += now_mono_ms() - t0;
+}
+
 static void publish(sched_t *s, sched_batch_t *b)
 {
     mq_message_t *msgs = calloc(b->n, sizeof *msgs);
@@ -494,10 +513,14 @@ static void publish(sched_t *s, sched_batch_t *b)
     }
     /* results[] says how each one ended; the overall status adds nothing. */
     int64_t t0 = now_mono_ms();
+    s->hook_ms = 0;
+    mq_set_wait_hook(s->pub, s->wait_hook.run ? &(mq_wait_hook_t){hook_fd, hook_run, s} : NULL);
     if (m > 0 && mq_publish_batch(s->pub, msgs, m, results) != MQ_OK)
         log_kv(LOG_DEBUG, "some dispatches were not confirmed", NULL);
+    mq_set_wait_hook(s->pub, NULL);
     if (m > 0)
-        metrics_hist_observe(&s->stats->dispatch_latency, (double)(now_mono_ms() - t0) / 1000.0);
+        metrics_hist_observe(&s->stats->dispatch_latency,
+                             (double)(now_mono_ms() - t0 - s->hook_ms) / 1000.0);
     for (size_t k = 0; k < m; k++) {
         stats_confirm(s->stats, results[k]);
         if (results[k] == MQ_OK)
@@ -594,6 +617,11 @@ void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_
     s->pub = pub;
     s->stats = stats;
     s->fault_exit_after_commit = fault_armed("exit_after_commit"); /* tests only */
+}
+
+void sched_set_wait_hook(sched_t *s, const mq_wait_hook_t *hook)
+{
+    s->wait_hook = hook ? *hook : (mq_wait_hook_t){0};
 }
 
 size_t sched_pending_reverts(const sched_t *s)

@@ -42,12 +42,17 @@ typedef struct sched {
     size_t n_settle, cap_settle;
     size_t n_revert;              /* of which going back to requested */
     bool fault_exit_after_commit; /* WARREN_FAULT=exit_after_commit (tests only) */
+    mq_wait_hook_t wait_hook;     /* other work while dispatches wait for confirms */
+    int64_t hook_ms;              /* time it took in the current publish (not publish latency) */
 } sched_t;
 
 /* Borrows everything it is given (no I/O). Free with sched_free(). */
 void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
                 executor_stats_t *stats);
 void sched_free(sched_t *s);
+/* Work to do while a dispatch batch waits for its confirms (mq_set_wait_hook), set on the
+ * publisher only for those waits: the batch is committed and the database idle then. */
+void sched_set_wait_hook(sched_t *s, const mq_wait_hook_t *hook);
 /* Claim, assign, commit, publish. Returns 1 when it should run again at once (a full batch
  * went out), 0 when it should wait executor.poll_interval_ms, -1 when it did not run
  * (breaker open, database unavailable). */

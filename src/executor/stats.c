@@ -195,6 +195,9 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
          "exhausted (max_retries_exceeded)",
          &s->retries_scheduled},
         {"warren_retries_total", "decision=\"exhausted\"", NULL, &s->retries_exhausted},
+        {"warren_confirm_wait_results_total", "",
+         "Times results were read and applied while a dispatch batch waited for its confirms",
+         &s->confirm_wait_results},
     };
     for (size_t i = 0; i < sizeof counters / sizeof counters[0]; i++) {
         const char *help = counters[i].help ? counters[i].help : counters[i - 1].help;

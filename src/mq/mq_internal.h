@@ -43,6 +43,7 @@ struct mq_client {
     confirm_tracker_t confirms;
     uint64_t publish_seq;       /* confirm cookies: one per publish, never reused */
     mq_publish_wait_t *waiting; /* set only inside mq_publish_batch */
+    mq_wait_hook_t wait_hook;   /* run is NULL: none (mq_set_wait_hook) */
     /* consumer */
     char *consumer_tag;              /* NULL when not consuming */
     int consume_status;              /* why we are not consuming (sticky until mq_consume) */

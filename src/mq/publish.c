@@ -1,6 +1,7 @@
 /* MessageClient publishing: properties, pipelined publishes, waiting for their confirms. */
 #include <amqp.h> /* before amqp_framing.h, which needs its types */
 #include <amqp_framing.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,41 @@ static int collect_results(mq_client_t *c, const mq_publish_wait_t *w, int *resu
     return first;
 }
 
-/* Publish and wait for confirms, all within publish_timeout_ms. */
+void mq_set_wait_hook(mq_client_t *c, const mq_wait_hook_t *hook)
+{
+    c->wait_hook = hook ? *hook : (mq_wait_hook_t){0};
+}
+
+/* Slices of the confirm wait in which the hook's socket is watched too: a TLS record already
+ * read into OpenSSL's buffer would not wake poll, so the wait falls back to reading frames
+ * after each slice. */
+#define HOOK_SLICE_MS 5
+
+/*
+ * Before reading the next frame: while the hook is unused and nothing is buffered, wait for the
+ * publisher's socket or the hook's, up to one slice. The hook's socket first: run it, and push
+ * the deadline back by its time (the confirms were not being waited for meanwhile).
+ */
+static void maybe_run_hook(mq_client_t *c, bool *used, int64_t *deadline)
+{
+    if (*used || !c->wait_hook.run || !c->conn || amqp_data_in_buffer(c->conn) ||
+        amqp_frames_enqueued(c->conn))
+        return;
+    int hfd = c->wait_hook.fd(c->wait_hook.arg);
+    if (hfd < 0)
+        return;
+    int64_t left = *deadline - now_mono_ms();
+    struct pollfd p[2] = {{.fd = mq_fd(c), .events = POLLIN}, {.fd = hfd, .events = POLLIN}};
+    int n = poll(p, 2, (int)(left < HOOK_SLICE_MS ? (left > 0 ? left : 0) : HOOK_SLICE_MS));
+    if (n <= 0 || !(p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+        return;
+    *used = true;
+    int64_t t0 = now_mono_ms();
+    c->wait_hook.run(c->wait_hook.arg);
+    *deadline += now_mono_ms() - t0;
+}
+
+/* Publish and wait for confirms, all within publish_timeout_ms (plus the hook's time). */
 static int publish_wait(mq_client_t *c, mq_publish_wait_t *w, int *results)
 {
     int64_t deadline = now_mono_ms() + c->opts.publish_timeout_ms;
@@ -174,8 +209,12 @@ static int publish_wait(mq_client_t *c, mq_publish_wait_t *w, int *results)
     c->waiting = w;
     send_all(c, w, deadline);
     size_t from = 0;
-    while (!all_confirmed(c, w, &from) && mq_read_frame(c, deadline) > 0)
-        ;
+    bool hook_used = false;
+    while (!all_confirmed(c, w, &from)) {
+        maybe_run_hook(c, &hook_used, &deadline);
+        if (all_confirmed(c, w, &from) || mq_read_frame(c, deadline) <= 0)
+            break;
+    }
     c->waiting = NULL;
     int first = collect_results(c, w, results);
     confirm_collect(&c->confirms);

@@ -9,7 +9,7 @@ for v in $(env | grep -o '^WARREN__[A-Z_]*' || true); do unset "$v"; done
 unset WARREN_CONFIG
 
 "$bin" config check -c "$src/conf/warren.conf" > "$tmp/out" || fail "shipped conf/warren.conf rejected"
-grep -q '^worker.max_concurrency *= 4  # file$' "$tmp/out" || fail "source 'file' not shown"
+grep -q '^worker.max_concurrency *= 16  # file$' "$tmp/out" || fail "source 'file' not shown"
 grep -q 'amqp://guest:\*\*\*\*@' "$tmp/out" || fail "AMQP password not masked"
 
 WARREN__WORKER__MAX_CONCURRENCY=7 "$bin" config check > "$tmp/out"

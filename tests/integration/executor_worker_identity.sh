@@ -100,7 +100,7 @@ assert_contains "$errors" "sent by broker user '$b', not by the executor" "forge
 assert_contains "$errors" "a report from worker '$b' on attempt 1, which was dispatched to worker '$a'"
 wait_until 10 "[ \"\$(psql_q \"select count(*) from dead_letters where reason = 'forged_identity'
     and queue = '$TOPO_HEARTBEATS'\")\" = 1 ]"
-assert_eq "4|f" "$(psql_q "select capacity, 'secret.action' = any(capabilities) from workers where id = '$a'")" \
+assert_eq "16|f" "$(psql_q "select capacity, 'secret.action' = any(capabilities) from workers where id = '$a'")" \
     "A's row untouched by B's heartbeat"
 assert_eq "running|$a|1" "$(exec_field "$id" "status, worker, attempt")" "A's execution unaffected"
 

@@ -14,7 +14,7 @@ exec_start ex
 # core.sleep gets 1 s unless the submission names its own timeout.
 export WARREN__WORKER__ACTION_TIMEOUTS="core.noop=5,core.sleep=1"
 start_live_worker w e2e
-assert_eq "t|4|1" "$(psql_q "select 'core.echo' = any(capabilities), capacity, heartbeat_interval_s
+assert_eq "t|16|1" "$(psql_q "select 'core.echo' = any(capabilities), capacity, heartbeat_interval_s
                              from workers where id = '$w'")" "the worker's row"
 
 echo_id=$(new_execution core.echo "$w" '{"greeting": "hello", "n": [1, 2]}')
