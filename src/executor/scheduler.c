@@ -467,7 +467,14 @@ static void publish_confirmed(sched_t *s, const sched_job_t *j)
            j->message_id, NULL);
 }
 
-/* The executor's hook, timed: its work is not part of the dispatch latency. */
+/* Worker messages the results consumer has handled so far (applied, stale or unprocessable). */
+static uint64_t results_handled(const executor_stats_t *st)
+{
+    return st->results_applied + st->results_stale + st->results_unprocessable;
+}
+
+/* The executor's hook, timed: its work is not part of the dispatch latency. Counted only when
+ * it handled results (its socket may have held a heartbeat frame and nothing else). */
 static int hook_fd(void *arg)
 {
     sched_t *s = arg;
@@ -478,9 +485,11 @@ static void hook_run(void *arg)
 {
     sched_t *s = arg;
     int64_t t0 = now_mono_ms();
-    s->stats->confirm_wait_results++;
+    uint64_t before = results_handled(s->stats);
     s->wait_hook.run(s->wait_hook.arg);
     s->hook_ms += now_mono_ms() - t0;
+    if (results_handled(s->stats) > before)
+        s->stats->confirm_wait_results++;
 }
 
 static void publish(sched_t *s, sched_batch_t *b)
