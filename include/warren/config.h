@@ -135,6 +135,9 @@ typedef struct warren_config {
         int max_header_bytes;
         int read_timeout_s;
         int idle_timeout_s;
+        int statement_timeout_ms; /* the API lane's bound on a statement and on waiting for one */
+        int pool_size;            /* the API lane's connections for reads (writes have one more) */
+        int queue_size;           /* API requests that may wait for a connection of the lane */
     } api;
     struct {
         char *name; /* "" -> WARREN_WORKER_NAME or host name */

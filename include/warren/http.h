@@ -5,7 +5,8 @@
  * pauses at the limit), a deadline for a whole request (a client sending a byte a second is
  * closed after read_timeout_s, whatever the per-read timeout), an idle deadline for kept-alive
  * connections, routing with path parameters, 404/405, and JSON errors {"error","detail"}.
- * Handlers run on the loop and must answer before they return.
+ * Handlers run on the loop and answer before they return, except those of routes marked
+ * HTTP_WAITS, which run on fibers and may wait.
  */
 #ifndef WARREN_HTTP_H
 #define WARREN_HTTP_H
@@ -26,11 +27,15 @@ typedef struct http_limits {
 } http_limits_t;
 
 enum { HTTP_GET = 1, HTTP_POST = 2, HTTP_PATCH = 4 };
+/* With the methods of a route: its handler may wait (the database, the broker), so it runs on a
+ * fiber of its own (warren/fiber.h) and the loop serves other requests meanwhile. The reply may
+ * come after on_request returned; a client that leaves first gets none (replies go nowhere). */
+#define HTTP_WAITS 64
 
 #define HTTP_MAX_PARAMS 4
 
 /* One request as a handler sees it. Everything points into the request: valid until the
- * handler returns. */
+ * handler returns. req is NULL once the client has gone (HTTP_WAITS routes only). */
 typedef struct http_req {
     struct evhttp_request *req;
     int method;                          /* HTTP_GET, HTTP_POST or HTTP_PATCH */
@@ -115,6 +120,9 @@ void http_ready_init(http_ready_t *h);
 /* A check named name in state; when not ok, reason joins "reasons" and it is not ready. */
 void http_ready_check(http_ready_t *h, const char *name, const char *state, bool ok,
                       const char *reason);
+/* A check that, when degraded, makes the answer degraded (still 200) with reason. */
+void http_ready_degraded(http_ready_t *h, const char *name, const char *state, bool degraded,
+                         const char *reason);
 /* A breaker: open is not ready, half-open degraded. */
 void http_ready_breaker(http_ready_t *h, const char *name, const breaker_t *b);
 /* Answer (with key: value added to the body when key is not NULL) and free what h holds. */

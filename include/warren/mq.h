@@ -152,17 +152,16 @@ int mq_publish(mq_client_t *c, const mq_message_t *m) WARN_UNUSED;
 int mq_publish_batch(mq_client_t *c, const mq_message_t *msgs, size_t n, int *results) WARN_UNUSED;
 
 /*
- * Other work while a publish waits for its confirms (the broker writes persistent messages to
- * disk first): when fd(arg) is a socket (>= 0) that becomes readable before the confirms are
- * in, run(arg) is called, at most once per mq_publish_batch, and the wait for the confirms is
- * extended by the time it took. run must not publish on this client. NULL: no hook.
+ * On a fiber (warren/fiber.h), a publish waits for room in the socket and for its confirms
+ * without holding up the loop. A client is used by one fiber at a time: mq_publish_batch takes
+ * the client's lock for its whole call (waiting at most publish_timeout_ms for it, else every
+ * message gets MQ_ERR_CONNECTION: nothing was written). A caller that reads the connection
+ * otherwise (mq_pump from a timer) leaves the client alone while mq_held says a fiber has it.
  */
-typedef struct mq_wait_hook {
-    int (*fd)(void *arg);
-    void (*run)(void *arg);
-    void *arg;
-} mq_wait_hook_t;
-void mq_set_wait_hook(mq_client_t *c, const mq_wait_hook_t *hook);
+bool mq_held(const mq_client_t *c);
+/* The broker blocked this connection (connection.blocked: a resource alarm): publishes are
+ * refused until it unblocks. */
+bool mq_blocked(const mq_client_t *c);
 
 /* Start consuming `queue` (manual ack), connecting first if needed. Goes through the breaker.
  * Returns MQ_OK or a negative mq_status_t (MQ_ERR_CLOSED_BY_BROKER: e.g. 404 no queue),

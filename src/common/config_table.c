@@ -257,6 +257,16 @@ const cfg_key_t cfg_table[] = {
         "A request must arrive whole within this many seconds, or its connection is closed"),
     INT("api.idle_timeout_s", api.idle_timeout_s, "30", 1, 3600,
         "A kept-alive connection without a request is closed after this many seconds"),
+    R_INT("api.statement_timeout_ms", api.statement_timeout_ms, "5000", 100, 600000,
+          "The bound on one statement of an API request, on the API's own database "
+          "connections (dispatch and results never wait for them); a request also waits at "
+          "most this long for a free connection, then gets 503 with Retry-After"),
+    INT("api.pool_size", api.pool_size, "2", 1, 64,
+        "Database connections for API reads (GET); writes (POST, PATCH) have one more of "
+        "their own, so a slow read never holds up a submit"),
+    INT("api.queue_size", api.queue_size, "64", 0, 100000,
+        "API requests that may wait for a database connection of the API; more get 503 with "
+        "Retry-After at once"),
 
     STR("worker.name", worker.name, "",
         "Worker id; empty: WARREN_WORKER_NAME or the host name (a StatefulSet pod name works)"),

@@ -1,5 +1,4 @@
 /* PostgreSQL connection and statement helpers with the project's 0/-1 + err contract. */
-#include <errno.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -7,6 +6,7 @@
 #include <string.h>
 #include "warren/config.h"
 #include "warren/db.h"
+#include "warren/fiber.h"
 #include "warren/log.h"
 #include <libpq-events.h>
 #include "db/db_internal.h"
@@ -110,6 +110,29 @@ static int attach_state(PGconn *db)
     return 0;
 }
 
+/* On a fiber, PQconnectdbParams without its wait: libpq's steps, each socket wait a fiber's,
+ * within connect_timeout_s (0: none). Resolving a host name still blocks (libpq does it before
+ * the first step); URLs with an address do not. */
+static PGconn *connect_polled(const char *const *keys, const char *const *vals, int timeout_s,
+                              bool *timed_out)
+{
+    PGconn *db = PQconnectStartParams(keys, vals, 1);
+    if (!db || PQstatus(db) == CONNECTION_BAD)
+        return db;
+    int64_t deadline = timeout_s > 0 ? now_mono_ms() + (int64_t)timeout_s * 1000 : INT64_MAX;
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+    while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+        int w = fiber_wait_fd(PQsocket(db), st == PGRES_POLLING_READING ? POLLIN : POLLOUT,
+                              deadline);
+        if (w <= 0) {
+            *timed_out = true;
+            return db;
+        }
+        st = PQconnectPoll(db);
+    }
+    return db;
+}
+
 PGconn *db_connect(const char *url, int connect_timeout_s, char *err, size_t errlen)
 {
     if (!url || !*url) {
@@ -133,7 +156,17 @@ PGconn *db_connect(const char *url, int connect_timeout_s, char *err, size_t err
                           NULL};
     const char *vals[] = {"1", "10",     "5",     "3",    DB_TCP_USER_TIMEOUT_MS_TEXT,
                           url, "warren", timeout, "UTF8", NULL};
-    PGconn *db = PQconnectdbParams(keys, vals, 1);
+    bool timed_out = false;
+    PGconn *db = fiber_active() ? connect_polled(keys, vals, connect_timeout_s, &timed_out)
+                                : PQconnectdbParams(keys, vals, 1);
+    if (db && timed_out) {
+        snprintf(err, errlen,
+                 "cannot connect to PostgreSQL: no answer within %d s "
+                 "(database.connect_timeout_s)",
+                 connect_timeout_s);
+        PQfinish(db);
+        return NULL;
+    }
     if (!db) {
         snprintf(err, errlen, "out of memory connecting to PostgreSQL");
         return NULL;
@@ -199,19 +232,11 @@ void db_describe_error(PGconn *db, const PGresult *res, char *err, size_t errlen
     copy_message(err, errlen, "", line);
 }
 
-/* Wait until the socket is ready for `events` or the deadline passes (0: it passed). */
+/* Wait until the socket is ready for `events` or the deadline passes (0: it passed). On a
+ * fiber the loop runs meanwhile (warren/fiber.h). */
 static int wait_socket(PGconn *db, short events, int64_t deadline_ms)
 {
-    struct pollfd p = {.fd = PQsocket(db), .events = events};
-    for (;;) {
-        int64_t left = deadline_ms - now_mono_ms();
-        if (left <= 0)
-            return 0;
-        int n = poll(&p, 1, (int)left);
-        if (n < 0 && errno == EINTR)
-            continue;
-        return n < 0 ? -1 : n;
-    }
+    return fiber_wait_fd(PQsocket(db), events, deadline_ms);
 }
 
 /* Read until libpq has a complete result. 1 when it has, 0 when the deadline passed, -1 when
@@ -345,7 +370,7 @@ static const char *use_prepared(PGconn *db, db_state_t *st, const char *sql, int
 static PGresult *exec_bounded(PGconn *db, db_state_t *st, const char *sql, int nparams,
                               const char *const *params, char *err, size_t errlen)
 {
-    int64_t deadline = now_mono_ms() + st->timeout_ms;
+    int64_t deadline = st->timeout_ms > 0 ? now_mono_ms() + st->timeout_ms : INT64_MAX;
     PGresult *last = NULL;
     char name[32];
     int rc;
@@ -382,7 +407,7 @@ int db_exec(PGconn *db, const char *sql, int nparams, const char *const *params,
         return -1;
     }
     PGresult *res;
-    if (state && state->timeout_ms > 0) {
+    if (state && (state->timeout_ms > 0 || fiber_active())) {
         err[0] = '\0';
         res = exec_bounded(db, state, sql, nparams, params, err, errlen);
         if (!res)

@@ -1,6 +1,8 @@
 /*
  * The executor's HTTP server (api.listen): the API of docs/api.md, /livez, /readyz and
- * /metrics. Handlers run on the executor's loop, each with at most one transaction.
+ * /metrics. API handlers run on fibers and take a connection of the API lane for each
+ * transaction (reads and writes have pools of their own); /livez, /readyz and /metrics answer
+ * from the loop at once, from what it knows.
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -77,14 +79,31 @@ static int txn_fn(PGconn *db, void *arg, char *err, size_t errlen)
     return -1;
 }
 
+/* 503 with Retry-After: the API lane is full (every connection busy, the queue full or the
+ * wait too long), or the executor is draining. */
+static bool lane_busy(http_req_t *r, const char *why)
+{
+    http_add_header(r, "Retry-After", "1");
+    http_error(r, 503, "busy", "%s; retry after 1 s", why);
+    return false;
+}
+
 bool api_transaction(executor_t *x, http_req_t *r, const char *what, dbc_work_fn fn, void *arg)
 {
+    if (x->draining)
+        return lane_busy(r, "the executor is shutting down");
+    dbc_pool_t *pool = r->method == HTTP_GET ? &x->api_reads : &x->api_writes;
+    dbconn_t *d = dbc_pool_acquire(pool, now_mono_ms() + x->cfg->api.statement_timeout_ms);
+    if (!d)
+        return lane_busy(r, "the API's database connections are all busy");
     txn_work_t t = {.fn = fn, .arg = arg};
-    dbc_result_t rc = dbc_transaction(&x->db, what, txn_fn, &t);
+    dbc_result_t rc = dbc_transaction(d, what, txn_fn, &t);
+    int64_t next_try_ms = d->next_try_ms;
+    dbc_pool_release(pool, d);
     if (rc == DBC_OK)
         return true;
     if (rc == DBC_UNAVAILABLE) {
-        int64_t wait_ms = x->db.next_try_ms - now_mono_ms();
+        int64_t wait_ms = next_try_ms - now_mono_ms();
         char retry[24];
         snprintf(retry, sizeof retry, "%" PRId64, wait_ms > 1000 ? (wait_ms + 999) / 1000 : 1);
         http_add_header(r, "Retry-After", retry);
@@ -319,19 +338,15 @@ static void on_livez(http_req_t *r, void *arg)
     http_reply_livez(r, ((executor_t *)arg)->loop_beat_ms);
 }
 
-static int ping_fn(PGconn *db, void *arg, char *err, size_t errlen)
-{
-    (void)arg;
-    return db_exec(db, "SELECT 1", 0, NULL, NULL, err, errlen);
-}
-
-/* Ready: the database answers, every consumer is registered, no breaker is open. */
+/* Ready: the database lanes hold their connections, every consumer is registered, no breaker
+ * is open. Answered from what the loop knows, without a statement: a probe never waits for a
+ * busy database. A publisher the broker blocked (resource alarm) is reported, degraded. */
 static void on_readyz(http_req_t *r, void *arg)
 {
     executor_t *x = arg;
     http_ready_t h;
     http_ready_init(&h);
-    bool db_ok = !x->draining && dbc_transaction(&x->db, "readiness", ping_fn, NULL) == DBC_OK;
+    bool db_ok = !x->draining && executor_db_up(x);
     http_ready_check(&h, "database", db_ok ? "ok" : "unreachable", db_ok,
                      x->draining ? "shutting down" : "database unreachable");
     consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
@@ -346,6 +361,8 @@ static void on_readyz(http_req_t *r, void *arg)
         http_ready_breaker(&h, name, mq_breaker(consumers[i]->mq));
     }
     http_ready_breaker(&h, "breaker_publish", mq_breaker(x->pub));
+    http_ready_degraded(&h, "publisher", mq_blocked(x->pub) ? "blocked" : "ok", mq_blocked(x->pub),
+                        "the broker blocked publishing (resource alarm): dispatches wait");
     http_ready_reply(r, &h, NULL, NULL);
 }
 
@@ -370,10 +387,19 @@ static void collect_parts(metrics_out_t *o, void *arg)
     http_metrics_breakers(o, refs, nc + 1);
     metrics_family(o, "warren_database_errors_total", "counter",
                    "Failed database transactions (lost connections included)");
-    metrics_sample_u64(o, "warren_database_errors_total", "", x->db.errors);
+    metrics_sample_u64(o, "warren_database_errors_total", "", executor_db_errors(x));
     metrics_family(o, "warren_database_up", "gauge",
-                   "1 while the executor holds a database connection");
-    metrics_sample(o, "warren_database_up", "", x->db.conn ? 1 : 0);
+                   "1 while every database lane of the executor that was used holds its "
+                   "connection");
+    metrics_sample(o, "warren_database_up", "", executor_db_up(x) ? 1 : 0);
+    metrics_family(o, "warren_api_database_waiting", "gauge",
+                   "API requests waiting for a database connection of the API");
+    metrics_sample(o, "warren_api_database_waiting", "",
+                   (double)(x->api_reads.waiting + x->api_writes.waiting));
+    metrics_family(o, "warren_api_database_refused_total", "counter",
+                   "API requests answered 503 because the API's database connections were busy");
+    metrics_sample_u64(o, "warren_api_database_refused_total", "",
+                       x->api_reads.refused + x->api_writes.refused);
     metrics_family(o, "warren_http_connections", "gauge", "Open connections to api.listen");
     metrics_sample(o, "warren_http_connections", "", (double)http_connections(x->api));
 }
@@ -392,24 +418,25 @@ static bool loopback_only(const char *listen)
 static int add_routes(executor_t *x)
 {
     http_server_t *s = x->api;
+    const int W = HTTP_WAITS; /* API routes read the database: each request on a fiber */
     return http_route(s, HTTP_GET, "/livez", on_livez, x) ||
            http_route(s, HTTP_GET, "/readyz", on_readyz, x) ||
            http_route(s, HTTP_GET, "/metrics", on_metrics, x) ||
-           http_route(s, HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
-           http_route(s, HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
-           http_route(s, HTTP_POST, "/api/v1/executions/{}/cancel", cancel_handle, x) ||
-           http_route(s, HTTP_GET, "/api/v1/workers", api_workers, x) ||
-           http_route(s, HTTP_GET, "/api/v1/dead-letters", api_dl_list, x) ||
-           http_route(s, HTTP_GET, "/api/v1/dead-letters/stats", api_dl_stats, x) ||
-           http_route(s, HTTP_POST, "/api/v1/dead-letters/purge", api_dl_purge, x) ||
-           http_route(s, HTTP_GET | HTTP_PATCH, "/api/v1/dead-letters/{}", api_dl_one, x) ||
-           http_route(s, HTTP_POST, "/api/v1/dead-letters/{}/redrive", api_dl_redrive, x) ||
-           http_route(s, HTTP_GET, "/api/v1/staleness", api_staleness, x) ||
-           http_route(s, HTTP_GET | HTTP_POST, "/api/v1/redrive-tasks", api_redrive_tasks, x) ||
-           http_route(s, HTTP_GET, "/api/v1/redrive-tasks/{}", api_redrive_task, x) ||
-           http_route(s, HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel,
+           http_route(s, W | HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
+           http_route(s, W | HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/executions/{}/cancel", cancel_handle, x) ||
+           http_route(s, W | HTTP_GET, "/api/v1/workers", api_workers, x) ||
+           http_route(s, W | HTTP_GET, "/api/v1/dead-letters", api_dl_list, x) ||
+           http_route(s, W | HTTP_GET, "/api/v1/dead-letters/stats", api_dl_stats, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/dead-letters/purge", api_dl_purge, x) ||
+           http_route(s, W | HTTP_GET | HTTP_PATCH, "/api/v1/dead-letters/{}", api_dl_one, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/dead-letters/{}/redrive", api_dl_redrive, x) ||
+           http_route(s, W | HTTP_GET, "/api/v1/staleness", api_staleness, x) ||
+           http_route(s, W | HTTP_GET | HTTP_POST, "/api/v1/redrive-tasks", api_redrive_tasks, x) ||
+           http_route(s, W | HTTP_GET, "/api/v1/redrive-tasks/{}", api_redrive_task, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel,
                       x) ||
-           http_route(s, HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x);
+           http_route(s, W | HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x);
 }
 
 int api_start(executor_t *x)
@@ -460,7 +487,7 @@ int api_start(executor_t *x)
     snprintf(n, sizeof n, "%zu", x->keys.n);
     log_kv(LOG_INFO, "api keys loaded", "keys", n, "auth_reads",
            cfg->api.auth_reads ? "true" : "false", NULL);
-    return gauges_start(x);
+    return 0;
 }
 
 int api_keys_prepare(executor_t *x, const warren_config_t *loaded, char *err, size_t errlen)

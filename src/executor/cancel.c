@@ -131,7 +131,7 @@ void cancel_resend(executor_t *x)
     snprintf(age, sizeof age, "%d", monitor_s > 0 ? monitor_s : 1);
     const char *params[] = {factor, age};
     pending_t p = {.params = params};
-    if (dbc_transaction(&x->db, "finding cancels to send again", pending_fn, &p) != DBC_OK) {
+    if (dbc_transaction(&x->db_jobs, "finding cancels to send again", pending_fn, &p) != DBC_OK) {
         PQclear(p.res);
         return;
     }

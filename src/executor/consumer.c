@@ -1,9 +1,10 @@
-/* A consumed queue on the executor's loop: drain, commit a batch, ack it, retry on DB errors. */
+/* A consumed queue on the executor's loop: drain, commit a batch on a fiber, ack, retry later. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "executor/consumer.h"
 #include "executor/fault.h"
+#include "warren/fiber.h"
 #include "warren/log.h"
 
 #define RETRY_CAP_MS 30000
@@ -14,6 +15,7 @@
 static void on_readable(evutil_socket_t fd, short what, void *arg);
 static void on_retry(evutil_socket_t fd, short what, void *arg);
 static void consume_available(consumer_t *c);
+static void sync_watch(consumer_t *c);
 
 int consumer_init(consumer_t *c, const consumer_opts_t *o)
 {
@@ -66,6 +68,12 @@ void consumer_free(consumer_t *c)
 {
     if (!c->queue && !c->mq)
         return; /* never set up */
+    if (c->n > 0) {
+        char held[24];
+        snprintf(held, sizeof held, "%zu", c->n);
+        log_kv(LOG_WARN, "leaving unacked deliveries to the broker", "queue", c->queue, "unacked",
+               held, NULL);
+    }
     unwatch(c);
     event_del(&c->retry_ev);
     free_batch(c, 0);
@@ -92,7 +100,9 @@ bool consumer_hearing(const consumer_t *c)
  */
 static void sync_watch(consumer_t *c)
 {
-    bool want = c->subscribed && mq_connected(c->mq) && !c->retry_pending;
+    /* Not while its fiber handles a batch: the socket would stay readable, and the loop spin. */
+    bool want = c->subscribed && mq_connected(c->mq) && !c->retry_pending && !c->busy &&
+                !c->finishing;
     int fd = want ? mq_fd(c->mq) : -1;
     if (c->fd >= 0 && (!want || fd != c->fd))
         unwatch(c);
@@ -313,13 +323,36 @@ static void handle_batch(consumer_t *c)
     backoff_reset(&c->retry_backoff);
 }
 
-/* Read every delivery the client has, then handle them as one batch (unless a retry waits). */
+/* The consumer's fiber: read every delivery the client has, handle them as one batch, again
+ * while more was announced meanwhile (unless a retry waits). */
+static void consume_fiber(void *arg)
+{
+    consumer_t *c = arg;
+    do {
+        c->again = false;
+        read_available(c);
+        handle_batch(c);
+    } while (c->again && !c->retry_pending);
+    c->busy = false;
+    sync_watch(c);
+}
+
+/* Handle what arrived, on the consumer's fiber; once at a time (a call meanwhile makes it go
+ * round again). */
 static void consume_available(consumer_t *c)
 {
     if (c->retry_pending)
         return;
-    read_available(c);
-    handle_batch(c);
+    if (c->busy) {
+        c->again = true;
+        return;
+    }
+    c->busy = true;
+    sync_watch(c);
+    if (fiber_start(c->base, "consumer", consume_fiber, c) != 0) {
+        c->busy = false; /* logged; the next read event or pump tries again */
+        sync_watch(c);
+    }
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg)
@@ -371,6 +404,8 @@ static void resubscribe(consumer_t *c)
 
 void consumer_pump(consumer_t *c)
 {
+    if (c->busy || c->finishing)
+        return; /* its fiber uses the client now */
     if (!c->subscribed) {
         resubscribe(c);
         return;
@@ -383,29 +418,16 @@ void consumer_pump(consumer_t *c)
     sync_watch(c);
 }
 
-int consumer_ready_fd(const consumer_t *c)
+bool consumer_busy(const consumer_t *c)
 {
-    return c->subscribed && !c->retry_pending ? c->fd : -1;
-}
-
-void consumer_read_ready(consumer_t *c)
-{
-    if (consumer_ready_fd(c) < 0)
-        return;
-    consume_available(c);
-    sync_watch(c);
+    return c->busy;
 }
 
 void consumer_finish(consumer_t *c)
 {
-    if (c->subscribed && !c->retry_pending)
-        consume_available(c);
-    if (c->n > 0) {
-        char held[24];
-        snprintf(held, sizeof held, "%zu", c->n);
-        log_kv(LOG_WARN, "leaving unacked deliveries to the broker", "queue", c->queue, "unacked",
-               held, NULL);
-    }
     evtimer_del(&c->retry_ev);
+    if (c->subscribed && !c->retry_pending)
+        consume_available(c); /* what is already read or buffered; its fiber may be running */
+    c->finishing = true;
     unwatch(c);
 }

@@ -1,7 +1,8 @@
 /*
  * One queue the executor consumes, on its own MessageClient, driven by the event loop: the
  * socket as a read event, deliveries drained into a batch, the batch parsed and committed in
- * one transaction through the queue's handler, then acked in one go. A database outage keeps
+ * one transaction through the queue's handler on a fiber of the consumer's (its database lane
+ * is shared: the consumers' units of work take turns), then acked in one go. A database outage keeps
  * the batch unacked and retries it after a delay; a batch the database refuses is retried one
  * message at a time, and a single message it still refuses goes to the handler's on_refused
  * (the results queue fails the execution it names), and in the end is stored raw by the
@@ -62,7 +63,10 @@ typedef struct consumer {
     size_t n, cap;
     bool subscribed;
     bool retry_pending;
-    bool isolate; /* the database refused a batch: one message at a time */
+    bool busy;      /* its fiber handles a batch: the socket is not watched meanwhile */
+    bool again;     /* more was announced while busy: go round again */
+    bool finishing; /* draining: the last round, then never watched again */
+    bool isolate;   /* the database refused a batch: one message at a time */
     backoff_t retry_backoff;
     const consumer_handler_t *handler, *fallback;
     dbconn_t *db;            /* borrowed */
@@ -109,15 +113,13 @@ void consumer_reconfigure(consumer_t *c, const warren_config_t *cfg);
 int consumer_start(consumer_t *c, char *err, size_t errlen) WARN_UNUSED;
 /* From the pump timer: heartbeats, deliveries the library buffered, resubscribing when lost. */
 void consumer_pump(consumer_t *c);
-/* The socket of a consumer that handles what arrives now (subscribed, watched, no retry
- * waiting), else -1; and handle what arrived on it (nothing when it is not so). For another
- * client's wait (mq_set_wait_hook): never resubscribes, never publishes. */
-int consumer_ready_fd(const consumer_t *c);
-void consumer_read_ready(consumer_t *c);
+/* Its fiber handles a batch now. */
+bool consumer_busy(const consumer_t *c);
 /* A batch kept after a database error is retried now rather than after its backoff (the
  * database came back). */
 void consumer_retry_now(consumer_t *c);
-/* Shutdown: handle what is already read or buffered (no waiting), then stop watching. */
+/* Shutdown: handle what is already read or buffered (on its fiber: the loop runs until every
+ * fiber has ended), and stop watching. consumer_free logs what is left unacked. */
 void consumer_finish(consumer_t *c);
 /* Subscribed and not waiting to retry a batch: what arrives now is handled now. */
 bool consumer_hearing(const consumer_t *c);

@@ -1,4 +1,4 @@
-/* The executor's PostgreSQL connection: lazy connect, reconnect with backoff, transactions. */
+/* The executor's PostgreSQL lanes: lazy connect, reconnect with backoff, transactions, pools. */
 #include <stdlib.h>
 #include <string.h>
 #include "executor/dbconn.h"
@@ -49,7 +49,9 @@ static int simple(PGconn *db, const char *sql, char *err, size_t errlen)
 
 void dbc_set_statement_timeout(dbconn_t *d, int timeout_ms)
 {
-    d->statement_timeout_ms = timeout_ms > 0 ? timeout_ms : 0;
+    int ms = timeout_ms > 0 ? timeout_ms : 0;
+    d->rebound |= d->conn && ms != d->statement_timeout_ms;
+    d->statement_timeout_ms = ms;
 }
 
 /*
@@ -60,8 +62,7 @@ void dbc_set_statement_timeout(dbconn_t *d, int timeout_ms)
  */
 static void bound(dbconn_t *d)
 {
-    if (d->statement_timeout_ms <= 0)
-        return;
+    d->rebound = false;
     char sql[64], err[ERRBUF_SIZE];
     snprintf(sql, sizeof sql, "SET statement_timeout = %d", d->statement_timeout_ms);
     if (simple(d->conn, sql, err, sizeof err) != 0)
@@ -79,6 +80,8 @@ void dbc_set_prepare(dbconn_t *d, bool on)
 
 PGconn *dbc_get(dbconn_t *d)
 {
+    if (d->conn && d->rebound)
+        bound(d);
     if (d->conn)
         return d->conn;
     if (now_mono_ms() < d->next_try_ms)
@@ -88,8 +91,8 @@ PGconn *dbc_get(dbconn_t *d)
     if (!d->conn) {
         drop(d);
         if (!d->down_logged)
-            log_kv(LOG_ERROR, "database unavailable; work waits until it is back", "error", err,
-                   NULL);
+            log_kv(LOG_ERROR, "database unavailable; work waits until it is back", "lane",
+                   d->lane ? d->lane : "", "error", err, NULL);
         d->down_logged = true;
         return NULL;
     }
@@ -131,7 +134,7 @@ static dbc_result_t failed(dbconn_t *d, PGconn *db, bool in_transaction, const c
            lost        ? "database connection lost"
            : transient ? "database error (transient; retrying later)"
                        : "database error",
-           "during", what, "error", err, NULL);
+           "during", what, "lane", d->lane ? d->lane : "", "error", err, NULL);
     if (lost) {
         drop(d);
         d->down_logged = true;
@@ -139,25 +142,144 @@ static dbc_result_t failed(dbconn_t *d, PGconn *db, bool in_transaction, const c
     return lost || transient ? DBC_UNAVAILABLE : DBC_FAILED;
 }
 
+/* How long a unit of work waits for its lane's connection: another unit of work on it takes
+ * at most its statements' bound, so a few of them. */
+static int64_t lock_deadline(const dbconn_t *d)
+{
+    int64_t per = d->statement_timeout_ms > 0 ? d->statement_timeout_ms : 30000;
+    return now_mono_ms() + 4 * per + CLIENT_GRACE_MAX_MS;
+}
+
+static bool take(dbconn_t *d, const char *what)
+{
+    if (fiber_lock(&d->lock, lock_deadline(d)))
+        return true;
+    log_kv(LOG_WARN, "database lane busy; retrying later", "during", what, "lane",
+           d->lane ? d->lane : "", NULL);
+    snprintf(d->last_error, sizeof d->last_error, "the %s lane was busy", d->lane ? d->lane : "");
+    return false;
+}
+
 dbc_result_t dbc_transaction(dbconn_t *d, const char *what, dbc_work_fn work, void *arg)
 {
-    PGconn *db = dbc_get(d);
-    if (!db)
+    if (!take(d, what))
         return DBC_UNAVAILABLE;
+    dbc_result_t rc = DBC_UNAVAILABLE;
+    PGconn *db = dbc_get(d);
     char err[ERRBUF_SIZE] = "";
-    if (simple(db, "BEGIN", err, sizeof err) == 0 && work(db, arg, err, sizeof err) == 0 &&
+    if (db && simple(db, "BEGIN", err, sizeof err) == 0 && work(db, arg, err, sizeof err) == 0 &&
         simple(db, "COMMIT", err, sizeof err) == 0)
-        return DBC_OK;
-    return failed(d, db, true, what, err);
+        rc = DBC_OK;
+    else if (db)
+        rc = failed(d, db, true, what, err);
+    fiber_unlock(&d->lock);
+    return rc;
 }
 
 dbc_result_t dbc_statement(dbconn_t *d, const char *what, dbc_work_fn work, void *arg)
 {
-    PGconn *db = dbc_get(d);
-    if (!db)
+    if (!take(d, what))
         return DBC_UNAVAILABLE;
+    dbc_result_t rc = DBC_UNAVAILABLE;
+    PGconn *db = dbc_get(d);
     char err[ERRBUF_SIZE] = "";
-    if (work(db, arg, err, sizeof err) == 0)
-        return DBC_OK;
-    return failed(d, db, false, what, err);
+    if (db && work(db, arg, err, sizeof err) == 0)
+        rc = DBC_OK;
+    else if (db)
+        rc = failed(d, db, false, what, err);
+    fiber_unlock(&d->lock);
+    return rc;
+}
+
+/* ---- pools ---- */
+
+int dbc_pool_init(dbc_pool_t *p, const char *lane, size_t n, size_t max_waiting, const char *url,
+                  int connect_timeout_s)
+{
+    memset(p, 0, sizeof *p);
+    p->conns = calloc(n, sizeof *p->conns);
+    if (!p->conns)
+        return -1;
+    p->n = n;
+    p->max_waiting = max_waiting;
+    for (size_t i = 0; i < n; i++) {
+        if (dbc_init(&p->conns[i], url, connect_timeout_s) != 0)
+            return -1;
+        p->conns[i].lane = lane;
+    }
+    return 0;
+}
+
+void dbc_pool_free(dbc_pool_t *p)
+{
+    for (size_t i = 0; p->conns && i < p->n; i++)
+        dbc_free(&p->conns[i]);
+    free(p->conns);
+    memset(p, 0, sizeof *p);
+}
+
+static dbconn_t *pool_free_conn(dbc_pool_t *p)
+{
+    /* An open connection first: a closed one costs a connect. */
+    dbconn_t *closed = NULL;
+    for (size_t i = 0; i < p->n; i++) {
+        dbconn_t *d = &p->conns[i];
+        if (fiber_lock_held(&d->lock))
+            continue;
+        if (d->conn)
+            return d;
+        closed = closed ? closed : d;
+    }
+    return closed;
+}
+
+dbconn_t *dbc_pool_acquire(dbc_pool_t *p, int64_t deadline_ms)
+{
+    for (;;) {
+        dbconn_t *d = pool_free_conn(p);
+        if (d && fiber_lock(&d->lock, deadline_ms))
+            return d;
+        if (!fiber_active() || p->waiting >= p->max_waiting) {
+            p->refused++;
+            return NULL;
+        }
+        p->waiting++;
+        int woken = fiber_cond_wait(&p->freed, deadline_ms);
+        p->waiting--;
+        if (!woken) {
+            p->refused++;
+            return NULL;
+        }
+    }
+}
+
+void dbc_pool_release(dbc_pool_t *p, dbconn_t *d)
+{
+    fiber_unlock(&d->lock);
+    if (!fiber_lock_held(&d->lock))
+        fiber_cond_signal(&p->freed);
+}
+
+void dbc_pool_configure(dbc_pool_t *p, int statement_timeout_ms, bool prepare)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        dbc_set_statement_timeout(&p->conns[i], statement_timeout_ms);
+        dbc_set_prepare(&p->conns[i], prepare);
+    }
+}
+
+size_t dbc_pool_open(const dbc_pool_t *p)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        n += p->conns[i].conn != NULL;
+    return n;
+}
+
+uint64_t dbc_pool_errors(const dbc_pool_t *p)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        n += p->conns[i].errors;
+    return n;
 }

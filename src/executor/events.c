@@ -72,8 +72,10 @@ static int publish(executor_t *x, PGresult *res, pgarr_t *ok)
                                  .execution_id = exec_id};
     }
     char err[ERRBUF_SIZE];
+    /* The declare on the admin connection (never blocked by a resource alarm), the publish on
+     * the publisher's. */
     if (msgs && bodies && results) {
-        if (topo_declare_events(x->pub, x->cfg->events.exchange, err, sizeof err) != 0)
+        if (topo_declare_events(x->admin, x->cfg->events.exchange, err, sizeof err) != 0)
             log_kv(LOG_WARN, "cannot declare the events exchange", "exchange",
                    x->cfg->events.exchange, "error", err, NULL);
         else
@@ -100,7 +102,7 @@ static int emit_batch(executor_t *x)
     char limit[16];
     snprintf(limit, sizeof limit, "%d", x->cfg->executor.batch_size);
     read_work_t w = {.limit = limit};
-    if (dbc_statement(&x->db, "reading unemitted dead letters", read_fn, &w) != DBC_OK) {
+    if (dbc_statement(&x->db_jobs, "reading unemitted dead letters", read_fn, &w) != DBC_OK) {
         PQclear(w.res);
         return -1;
     }
@@ -115,7 +117,8 @@ static int emit_batch(executor_t *x)
     size_t sent = ok.n;
     const char *ids = pgarr_text(&ok);
     if (sent > 0 && ids)
-        (void)dbc_statement(&x->db, "marking dead-letter events emitted", mark_fn, (void *)ids);
+        (void)dbc_statement(&x->db_jobs, "marking dead-letter events emitted", mark_fn,
+                            (void *)ids);
     x->stats.events_published += sent;
     x->stats.events_failed += (uint64_t)n - sent;
     pgarr_free(&ok);

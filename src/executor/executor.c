@@ -7,6 +7,7 @@
 #include "executor/executor.h"
 #include "executor/identity.h"
 #include "warren/db.h"
+#include "warren/fiber.h"
 #include "warren/log.h"
 #include "warren/notify.h"
 #include "warren/reload.h"
@@ -14,7 +15,22 @@
 
 #define STATS_INTERVAL_S 30
 
-/* ---- timers ---- */
+/* ---- the scheduler ---- */
+
+/* The scheduler's fiber: tick, again at once while a full batch went out or work was announced
+ * meanwhile, then wait for the poll. */
+static void sched_fiber(void *arg)
+{
+    executor_t *x = arg;
+    int r;
+    do {
+        x->wake_again = false;
+        r = sched_tick(&x->sched);
+    } while (!x->draining && (r == 1 || x->wake_again));
+    x->ticking = false;
+    if (!x->draining)
+        (void)evloop_arm(&x->sched_ev, x->cfg->executor.poll_interval_ms);
+}
 
 static void on_sched(evutil_socket_t fd, short what, void *arg)
 {
@@ -23,43 +39,39 @@ static void on_sched(evutil_socket_t fd, short what, void *arg)
     executor_t *x = arg;
     if (x->draining)
         return;
+    if (x->ticking) {
+        x->wake_again = true;
+        return;
+    }
     x->ticking = true;
-    x->wake_again = false;
-    int r = sched_tick(&x->sched);
-    x->ticking = false;
-    (void)evloop_arm(&x->sched_ev, r == 1 || x->wake_again ? 0 : x->cfg->executor.poll_interval_ms);
-}
-
-/* While a dispatch batch waits for its confirms, results that arrived are applied (the
- * database is idle then: the batch is committed, its settling comes after the confirms). */
-static int results_fd(void *arg)
-{
-    return consumer_ready_fd(&((executor_t *)arg)->results);
-}
-
-static void results_run(void *arg)
-{
-    consumer_read_ready(&((executor_t *)arg)->results);
+    if (fiber_start(x->base, "scheduler", sched_fiber, x) != 0) {
+        x->ticking = false;
+        (void)evloop_arm(&x->sched_ev, x->cfg->executor.poll_interval_ms);
+    }
 }
 
 /* Work arrived (a notification) or slots may have freed (results applied): claim now rather
- * than at the next poll. Ticks already due at once stay so; a blocked scheduler (breaker open,
- * database down) answers the early tick at no cost and re-arms its poll. */
+ * than at the next poll. A tick that runs goes round once more; a blocked scheduler (breaker
+ * open, database down) answers the early tick at no cost and re-arms its poll. */
 static void wake_scheduler(void *arg)
 {
     executor_t *x = arg;
     if (x->draining)
         return;
     if (x->ticking)
-        x->wake_again = true; /* the tick's end arms the timer: at once then */
+        x->wake_again = true; /* the tick's fiber goes round again */
     else
         (void)evloop_arm(&x->sched_ev, 0);
 }
 
 /* After a results or dead-letter batch commits: a terminal result, a failed dispatch or a
- * completion that could not be applied each end an attempt that held a worker's slot. */
+ * completion that could not be applied each end an attempt that held a worker's slot. Results
+ * applied while a dispatch batch waited for its confirms are counted (confirm_wait_results). */
 static void on_committed(void *arg, const executor_stats_t *counts)
 {
+    executor_t *x = arg;
+    if (x->sched.publishing && counts->results_applied > 0)
+        x->stats.confirm_wait_results++;
     if (counts->results_applied > 0 || counts->results_unprocessable > 0 ||
         counts->dlq_failed_executions > 0)
         wake_scheduler(arg);
@@ -101,12 +113,85 @@ bool executor_hearing(executor_t *x)
         return false;
     if (c->gaps == x->heard_gaps)
         return true;
-    if (dbc_statement(&x->db, "recording that heartbeats are heard again", record_heard, NULL) !=
-        DBC_OK)
+    if (dbc_statement(&x->db_jobs, "recording that heartbeats are heard again", record_heard,
+                      NULL) != DBC_OK)
         return false;
     x->heard_gaps = c->gaps;
     return true;
 }
+
+static const dbconn_t *lanes(const executor_t *x, size_t i)
+{
+    const dbconn_t *l[] = {&x->db_dispatch, &x->db_writes, &x->db_jobs};
+    return i < sizeof l / sizeof l[0] ? l[i] : NULL;
+}
+
+uint64_t executor_db_errors(const executor_t *x)
+{
+    uint64_t n = dbc_pool_errors(&x->api_reads) + dbc_pool_errors(&x->api_writes);
+    for (size_t i = 0; lanes(x, i); i++)
+        n += lanes(x, i)->errors;
+    return n;
+}
+
+bool executor_db_up(const executor_t *x)
+{
+    for (size_t i = 0; lanes(x, i); i++) {
+        const dbconn_t *d = lanes(x, i);
+        if (!d->conn && (d->reconnects > 0 || d->down_logged))
+            return false;
+    }
+    return true;
+}
+
+static uint64_t db_reconnects(const executor_t *x)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; lanes(x, i); i++)
+        n += lanes(x, i)->reconnects;
+    return n;
+}
+
+/* ---- periodic jobs ---- */
+
+static void job_fiber(void *arg)
+{
+    executor_job_t *j = arg;
+    j->run(j->x);
+    j->running = false;
+}
+
+/* Run the job on a fiber of its own, unless it runs already (a slow round is not doubled). */
+static void job_kick(executor_job_t *j)
+{
+    if (j->running || j->x->draining)
+        return;
+    j->running = true;
+    if (fiber_start(j->x->base, j->name, job_fiber, j) != 0)
+        j->running = false;
+}
+
+static void on_job(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    job_kick(arg);
+}
+
+static void hearing_run(executor_t *x)
+{
+    (void)executor_hearing(x); /* the scheduler's live workers count from it too */
+}
+
+enum {
+    JOB_MONITOR,
+    JOB_STALENESS,
+    JOB_EVENTS,
+    JOB_REDRIVE,
+    JOB_RETENTION,
+    JOB_GAUGES,
+    JOB_HEARING
+};
 
 /* Heartbeats on every connection, deliveries the library buffered, lost consumers. */
 static void on_pump(evutil_socket_t fd, short what, void *arg)
@@ -117,42 +202,29 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     x->loop_beat_ms = now_mono_ms();
     /* A dead publisher connection is noticed here and remade on the client's backoff, also
      * while its breaker is open: reconnected, the breaker half-opens and the scheduler's next
-     * batch probes at once instead of after open_timeout_s. */
-    if (mq_connected(x->pub) && mq_pump(x->pub) < 0)
-        log_kv(LOG_DEBUG, "publisher connection lost while idle", NULL);
-    if (!mq_connected(x->pub) && mq_try_connect(x->pub) == MQ_OK)
-        log_kv(LOG_DEBUG, "publisher reconnected", NULL);
+     * batch probes at once instead of after open_timeout_s. Not while a fiber publishes. */
+    if (!mq_held(x->pub)) {
+        if (mq_connected(x->pub) && mq_pump(x->pub) < 0)
+            log_kv(LOG_DEBUG, "publisher connection lost while idle", NULL);
+        if (!mq_connected(x->pub) && mq_try_connect(x->pub) == MQ_OK)
+            log_kv(LOG_DEBUG, "publisher reconnected", NULL);
+    }
+    if (mq_connected(x->admin) && mq_pump(x->admin) < 0) /* its users reconnect it */
+        log_kv(LOG_DEBUG, "admin connection lost while idle", NULL);
     if (x->draining)
         return;
     listener_check(&x->listener);
     each_consumer(x, consumer_pump);
-    (void)executor_hearing(x); /* the scheduler's live workers count from it too */
+    job_kick(&x->jobs[JOB_HEARING]);
     /* The database is back: batches kept for a retry go now, not after their backoff, and the
      * scheduler claims what was announced while it could not (a wake that found the database
      * down waits for the poll). */
-    if (x->db.reconnects != x->db_reconnects_seen && x->db.conn) {
-        x->db_reconnects_seen = x->db.reconnects;
+    uint64_t reconnects = db_reconnects(x);
+    if (reconnects != x->db_reconnects_seen && executor_db_up(x)) {
+        x->db_reconnects_seen = reconnects;
         each_consumer(x, consumer_retry_now);
         wake_scheduler(x);
     }
-}
-
-static void on_monitor(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    executor_t *x = arg;
-    if (!x->draining)
-        monitor_run(x);
-}
-
-static void on_round(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct executor_round *r = arg;
-    if (!r->x->draining)
-        r->run(r->x);
 }
 
 /* The oldest dead letter c holds unacked, in seconds. */
@@ -180,7 +252,7 @@ static void log_stats(executor_t *x)
     uint64_t held = executor_held_dead_letter_age_s(x);
     if (held > x->stats.dead_letter_age_s)
         x->stats.dead_letter_age_s = held;
-    stats_log(&x->stats, mq_breaker(x->pub)->state, x->db.errors);
+    stats_log(&x->stats, mq_breaker(x->pub)->state, executor_db_errors(x));
     x->stats.dead_letter_age_s = 0;
 }
 
@@ -193,18 +265,30 @@ static void on_stats(evutil_socket_t fd, short what, void *arg)
 
 /* ---- signals ---- */
 
-/* First SIGTERM/SIGINT: stop claiming, finish what is in hand, exit 0. */
-static void drain(executor_t *x)
+/* How long a drain waits for the fibers in hand (a batch's statements, a publish's confirms)
+ * before it cancels their waits. */
+static int64_t drain_bound_ms(const executor_t *x)
 {
-    x->draining = true;
-    notify_stopping("draining: no new claims; finishing the batches in hand");
-    log_kv(LOG_INFO, "draining: no new claims; finishing the batches in hand", NULL);
-    evtimer_del(&x->sched_ev);
-    evtimer_del(&x->monitor_ev);
-    listener_stop(&x->listener);
-    for (size_t i = 0; i < sizeof x->rounds / sizeof x->rounds[0]; i++)
-        evtimer_del(&x->rounds[i].ev);
-    each_consumer(x, consumer_finish);
+    return 2 * (int64_t)x->cfg->database.statement_timeout_ms +
+           x->cfg->rabbitmq.publish_timeout_ms + 1000;
+}
+
+/* The drain's end: once no fiber runs, the refused dispatches are recorded and the loop ends. */
+static void on_drained(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    executor_t *x = arg;
+    if (fiber_count() > 0) {
+        if (now_mono_ms() >= x->drain_deadline_ms) {
+            log_kv(LOG_WARN, "draining: work in hand did not end in time; cancelling its waits",
+                   NULL);
+            fiber_cancel_all();
+            x->drain_deadline_ms = INT64_MAX;
+        }
+        (void)evloop_arm(&x->drain_ev, 10);
+        return;
+    }
     sched_flush_reverts(&x->sched);
     if (sched_pending_reverts(&x->sched) > 0)
         log_kv(LOG_WARN,
@@ -214,13 +298,28 @@ static void drain(executor_t *x)
     event_base_loopexit(x->base, NULL);
 }
 
+/* First SIGTERM/SIGINT: stop claiming, finish what is in hand, exit 0. */
+static void drain(executor_t *x)
+{
+    x->draining = true;
+    notify_stopping("draining: no new claims; finishing the batches in hand");
+    log_kv(LOG_INFO, "draining: no new claims; finishing the batches in hand", NULL);
+    evtimer_del(&x->sched_ev);
+    listener_stop(&x->listener);
+    for (size_t i = 0; i < sizeof x->jobs / sizeof x->jobs[0]; i++)
+        evtimer_del(&x->jobs[i].ev);
+    each_consumer(x, consumer_finish);
+    x->drain_deadline_ms = now_mono_ms() + drain_bound_ms(x);
+    evtimer_assign(&x->drain_ev, x->base, on_drained, x);
+    (void)evloop_arm(&x->drain_ev, 0);
+}
+
 static void on_stop(void *arg, evloop_stop_t step, const char *signal_name)
 {
     executor_t *x = arg;
     if (step == EVLOOP_DRAIN) {
         log_kv(LOG_INFO, "signal received: shutting down", "signal", signal_name, NULL);
-        /* The drain runs right here and may block in libpq: a second signal must still end
-         * the process. */
+        /* The drain waits for the work in hand: a second signal must still end the process. */
         evloop_signals_exit_on_next(&x->signals, "warren executor: second signal: exiting "
                                                  "without finishing\n");
         drain(x);
@@ -239,10 +338,17 @@ static void apply_reload(void *arg, const cfg_diff_t *d)
 {
     executor_t *x = arg;
     if (cfg_diff_reloads(d, "executor.monitor_interval_s")) {
+        executor_job_t *m = &x->jobs[JOB_MONITOR];
         int64_t s = x->cfg->executor.monitor_interval_s; /* 0: off */
-        evtimer_del(&x->monitor_ev);
-        if (s > 0 && evloop_every(&x->monitor_ev, x->base, s * 1000, on_monitor, x) != 0)
+        evtimer_del(&m->ev);
+        if (s > 0 && evloop_every(&m->ev, x->base, s * 1000, on_job, m) != 0)
             log_kv(LOG_ERROR, "cannot restart the timeout monitor's timer", NULL);
+    }
+    if (cfg_diff_reloads(d, "api.statement_timeout_ms")) {
+        dbc_pool_configure(&x->api_reads, x->cfg->api.statement_timeout_ms,
+                           x->cfg->database.prepared_statements);
+        dbc_pool_configure(&x->api_writes, x->cfg->api.statement_timeout_ms,
+                           x->cfg->database.prepared_statements);
     }
     consumer_t *all[] = {&x->results, &x->heartbeats, &x->dlq, &x->parked};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -305,7 +411,7 @@ static int start_consumer(executor_t *x, consumer_t *c, const char *name, const 
                           .retry_delay_ms = x->cfg->executor.dlq_retry_delay_ms,
                           .handler = handler,
                           .fallback = &dlq_raw_handler,
-                          .db = &x->db,
+                          .db = &x->db_writes,
                           .stats = &x->stats,
                           .declare = declare_common,
                           .declare_arg = x->cfg,
@@ -330,9 +436,11 @@ static int connect_broker(executor_t *x)
     char err[ERRBUF_SIZE];
     mq_options_from_config(&o, cfg, "warren-executor");
     x->pub = mq_new(&o);
-    if (!x->pub || mq_connect(x->pub, err, sizeof err) != 0) {
-        log_kv(LOG_ERROR, "cannot connect to RabbitMQ", "error", x->pub ? err : "out of memory",
-               NULL);
+    x->admin = mq_new(&o);
+    if (!x->pub || !x->admin || mq_connect(x->pub, err, sizeof err) != 0 ||
+        mq_connect(x->admin, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "cannot connect to RabbitMQ", "error",
+               x->pub && x->admin ? err : "out of memory", NULL);
         return -1;
     }
     if (topo_declare_common(x->pub, cfg, err, sizeof err) != 0) {
@@ -362,38 +470,45 @@ static int connect_broker(executor_t *x)
 static int setup_events(executor_t *x)
 {
     evtimer_assign(&x->sched_ev, x->base, on_sched, x);
-    /* Set up even when the monitor is off, so that drain can simply delete it. */
-    evtimer_assign(&x->monitor_ev, x->base, on_monitor, x);
     backoff_init(&x->events_backoff, x->cfg->events.retry_initial_ms, x->cfg->events.retry_max_ms);
-    /* The rounds and their periods in ms; 0: off (set up all the same, for drain). */
+    /* The jobs and their periods in ms; 0: off (set up all the same, for drain). */
     const struct {
+        const char *name;
         void (*run)(executor_t *x);
         int64_t ms;
-    } rounds[] = {
-        {staleness_run, (int64_t)x->cfg->staleness.interval_s * 1000},
-        {events_run, x->cfg->events.enabled ? x->cfg->events.interval_ms : 0},
-        {redrive_tasks_run, redrive_tasks_tick_ms()},
-        {retention_run, (int64_t)x->cfg->retention.interval_s * 1000},
+    } jobs[] = {
+        [JOB_MONITOR] = {"monitor", monitor_run,
+                         (int64_t)x->cfg->executor.monitor_interval_s * 1000},
+        [JOB_STALENESS] = {"staleness", staleness_run,
+                           (int64_t)x->cfg->staleness.interval_s * 1000},
+        [JOB_EVENTS] = {"events", events_run,
+                        x->cfg->events.enabled ? x->cfg->events.interval_ms : 0},
+        [JOB_REDRIVE] = {"redrive-tasks", redrive_tasks_run, redrive_tasks_tick_ms()},
+        [JOB_RETENTION] = {"retention", retention_run,
+                           (int64_t)x->cfg->retention.interval_s * 1000},
+        [JOB_GAUGES] = {"gauges", gauges_run, x->api ? GAUGES_INTERVAL_MS : 0},
+        [JOB_HEARING] = {"hearing", hearing_run, 0}, /* kicked by the pump */
     };
-    _Static_assert(sizeof rounds / sizeof rounds[0] == sizeof x->rounds / sizeof x->rounds[0],
-                   "one timer per round");
-    bool rounds_ok = true;
-    for (size_t i = 0; i < sizeof rounds / sizeof rounds[0]; i++) {
-        struct executor_round *r = &x->rounds[i];
-        r->x = x;
-        r->run = rounds[i].run;
-        evtimer_assign(&r->ev, x->base, on_round, r);
-        if (rounds[i].ms > 0 && evloop_every(&r->ev, x->base, rounds[i].ms, on_round, r) != 0)
-            rounds_ok = false;
+    _Static_assert(sizeof jobs / sizeof jobs[0] == sizeof x->jobs / sizeof x->jobs[0],
+                   "one timer per job");
+    bool jobs_ok = true;
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) {
+        executor_job_t *j = &x->jobs[i];
+        j->x = x;
+        j->name = jobs[i].name;
+        j->run = jobs[i].run;
+        evtimer_assign(&j->ev, x->base, on_job, j);
+        if (jobs[i].ms > 0 && evloop_every(&j->ev, x->base, jobs[i].ms, on_job, j) != 0)
+            jobs_ok = false;
     }
+    x->gauges.events_upto = -1;
+    if (x->api)
+        job_kick(&x->jobs[JOB_GAUGES]); /* the first refresh at once */
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
-    int64_t monitor_s = x->cfg->executor.monitor_interval_s; /* 0: off */
     bool ok = evloop_arm(&x->sched_ev, 0) == 0 &&
               evloop_every(&x->pump_ev, x->base, pump_ms, on_pump, x) == 0 &&
               evloop_every(&x->stats_ev, x->base, STATS_INTERVAL_S * 1000, on_stats, x) == 0 &&
-              (monitor_s == 0 ||
-               evloop_every(&x->monitor_ev, x->base, monitor_s * 1000, on_monitor, x) == 0) &&
-              rounds_ok && evloop_signals_init(&x->signals, x->base, on_stop, x) == 0 &&
+              jobs_ok && evloop_signals_init(&x->signals, x->base, on_stop, x) == 0 &&
               evloop_watchdog(&x->watchdog_ev, x->base) == 0;
     if (!ok)
         log_kv(LOG_ERROR, "cannot set up the event loop", NULL);
@@ -401,37 +516,58 @@ static int setup_events(executor_t *x)
     return ok ? 0 : -1;
 }
 
+/* A lane's connection, bounded like every statement of the executor. */
+static int lane_init(executor_t *x, dbconn_t *d, const char *lane)
+{
+    const warren_config_t *cfg = x->cfg;
+    if (dbc_init(d, cfg->database.url, cfg->database.connect_timeout_s) != 0)
+        return -1;
+    d->lane = lane;
+    dbc_set_statement_timeout(d, cfg->database.statement_timeout_ms);
+    dbc_set_prepare(d, cfg->database.prepared_statements);
+    return 0;
+}
+
 static int start(executor_t *x)
 {
+    const warren_config_t *cfg = x->cfg;
     stats_init(&x->stats);
     if (!(x->base = event_base_new())) {
         log_kv(LOG_ERROR, "cannot create the event loop", NULL);
         return -1;
     }
     notify_status("connecting to PostgreSQL");
-    if (dbc_init(&x->db, x->cfg->database.url, x->cfg->database.connect_timeout_s) != 0)
+    if (lane_init(x, &x->db_dispatch, "dispatch") != 0 ||
+        lane_init(x, &x->db_writes, "writes") != 0 || lane_init(x, &x->db_jobs, "jobs") != 0 ||
+        dbc_pool_init(&x->api_reads, "api", (size_t)cfg->api.pool_size, (size_t)cfg->api.queue_size,
+                      cfg->database.url, cfg->database.connect_timeout_s) != 0 ||
+        dbc_pool_init(&x->api_writes, "api-writes", 1, (size_t)cfg->api.queue_size,
+                      cfg->database.url, cfg->database.connect_timeout_s) != 0) {
+        log_kv(LOG_ERROR, "out of memory", NULL);
         return -1;
-    dbc_set_statement_timeout(&x->db, x->cfg->database.statement_timeout_ms);
-    dbc_set_prepare(&x->db, x->cfg->database.prepared_statements);
-    PGconn *db = dbc_get(&x->db);
+    }
+    dbc_pool_configure(&x->api_reads, cfg->api.statement_timeout_ms,
+                       cfg->database.prepared_statements);
+    dbc_pool_configure(&x->api_writes, cfg->api.statement_timeout_ms,
+                       cfg->database.prepared_statements);
+    /* Start-up waits for its answers (no fiber runs yet): the schema, on the jobs lane. */
+    PGconn *db = dbc_get(&x->db_jobs);
     if (!db || check_migrations(db) != 0)
         return -1;
     notify_status("connecting to RabbitMQ and subscribing to the executor's queues");
     if (connect_broker(x) != 0)
         return -1;
-    sched_init(&x->sched, x->cfg, &x->db, x->pub, &x->stats);
-    sched_set_wait_hook(&x->sched, &(mq_wait_hook_t){results_fd, results_run, x});
-    if (x->cfg->executor.listen_notify &&
-        listener_init(&x->listener, x->base, x->cfg->database.url,
-                      x->cfg->database.connect_timeout_s, x->cfg->database.statement_timeout_ms,
-                      wake_scheduler, x) != 0) {
+    sched_init(&x->sched, cfg, &x->db_dispatch, x->pub, x->admin, &x->stats);
+    if (cfg->executor.listen_notify &&
+        listener_init(&x->listener, x->base, cfg->database.url, cfg->database.connect_timeout_s,
+                      cfg->database.statement_timeout_ms, wake_scheduler, x) != 0) {
         log_kv(LOG_ERROR, "out of memory", NULL);
         return -1;
     }
     x->loop_beat_ms = now_mono_ms();
-    if (setup_events(x) != 0)
+    if (api_start(x) != 0)
         return -1;
-    return api_start(x);
+    return setup_events(x);
 }
 
 /* Consumers first (their events are their own); freeing the base removes the loop's. */
@@ -443,9 +579,15 @@ static void stop(executor_t *x)
     consumer_free(&x->dlq);
     consumer_free(&x->parked);
     mq_destroy(x->pub);
+    mq_destroy(x->admin);
     sched_free(&x->sched);
     listener_free(&x->listener);
-    dbc_free(&x->db);
+    dbc_free(&x->db_dispatch);
+    dbc_free(&x->db_writes);
+    dbc_free(&x->db_jobs);
+    dbc_pool_free(&x->api_reads);
+    dbc_pool_free(&x->api_writes);
+    fiber_cleanup();
     evloop_base_free(x->base);
 }
 

@@ -1,9 +1,11 @@
 /*
- * The executor daemon: one libevent loop owning one PostgreSQL connection, a publishing
- * MessageClient (dispatches, with confirms) and one consuming MessageClient per queue
- * (results, heartbeats, dead letters), so a confirm wait never reads a delivery. Its jobs —
- * scheduler, results, worker registry, dead-letter handler, timeout monitor — are modules
- * that run from the loop's timers and read events; this header is what they share.
+ * The executor daemon: one libevent loop, a publishing MessageClient (dispatches, with
+ * confirms), one consuming MessageClient per queue (results, heartbeats, dead letters), and
+ * PostgreSQL connections by lane (docs/executor.md): dispatch (the scheduler), writes (what the
+ * consumers apply), jobs (the periodic jobs) and the API's pool. Its work — scheduler,
+ * consumers, periodic jobs, API requests — runs on fibers (warren/fiber.h) started from the
+ * loop's timers and read events, so a statement or a confirm that takes long holds up its own
+ * lane and nothing else; this header is what they share.
  */
 #ifndef WARREN_EXECUTOR_EXECUTOR_H
 #define WARREN_EXECUTOR_EXECUTOR_H
@@ -48,31 +50,42 @@ typedef struct executor_gauges {
     int64_t events_upto;
 } executor_gauges_t;
 
+/* A periodic job: run on a fiber of its own from its timer, never two at once (executor.c). */
+typedef struct executor_job {
+    struct event ev;
+    struct executor *x;
+    const char *name;
+    void (*run)(struct executor *x);
+    bool running;
+} executor_job_t;
+
 typedef struct executor {
     warren_config_t *cfg; /* borrowed; the one source of every setting, reloaded on SIGHUP */
     struct event_base *base;
-    dbconn_t db;
-    mq_client_t *pub;                            /* dispatches; never consumes */
+    dbconn_t db_dispatch; /* the scheduler's claims */
+    dbconn_t db_writes;   /* what follows the broker: results, heartbeats, dead letters */
+    dbconn_t db_jobs;     /* the periodic jobs */
+    dbc_pool_t api_reads, api_writes; /* the HTTP API (GET; POST and PATCH) */
+    mq_client_t *pub;                 /* dispatches; never consumes */
+    mq_client_t *admin; /* declares and passive declares; never publishes, so never blocked */
     consumer_t results, heartbeats, dlq, parked; /* parked: the parking queue's dead letters */
     executor_stats_t stats;
     sched_t sched;
     listener_t listener; /* new work announced by the database (executor.listen_notify) */
     /* loop */
     struct event sched_ev; /* the scheduler's tick */
-    struct event pump_ev, monitor_ev, stats_ev, watchdog_ev;
-    /* Rounds on timers of their own, each skipped while draining (executor.c, rounds[]):
-     * staleness, dead-letter events, bulk redrive tasks, retention. */
-    struct executor_round {
-        struct event ev;
-        struct executor *x;
-        void (*run)(struct executor *x);
-    } rounds[4];
-    backoff_t events_backoff; /* failed dead-letter event publishes (events.c) */
-    int64_t events_next_ms;   /* monotonic: no event publish before this */
-    int redrive_failures;     /* bulk redrive batches the database refused in a row */
+    struct event pump_ev, stats_ev, watchdog_ev, drain_ev;
+    /* Periodic jobs on timers of their own, each skipped while draining (executor.c, jobs[]):
+     * the monitor, staleness, dead-letter events, bulk redrive tasks, retention, the gauges,
+     * and recording that heartbeats are heard again. */
+    executor_job_t jobs[7];
+    int64_t drain_deadline_ms; /* monotonic: fibers still running then are cancelled */
+    backoff_t events_backoff;  /* failed dead-letter event publishes (events.c) */
+    int64_t events_next_ms;    /* monotonic: no event publish before this */
+    int redrive_failures;      /* bulk redrive batches the database refused in a row */
     evloop_signals_t signals;
     bool draining;
-    bool ticking;    /* inside the scheduler's tick */
+    bool ticking;    /* the scheduler's fiber runs */
     bool wake_again; /* woken during the tick (results applied meanwhile): tick again at once */
     /* the HTTP API, health and metrics (api.c) */
     http_server_t *api;
@@ -80,9 +93,8 @@ typedef struct executor {
     api_keys_t keys_next; /* read by a reload's prepare step, taken by its apply step */
     metrics_registry_t metrics;
     executor_gauges_t gauges;
-    struct event gauges_ev;
     int64_t loop_beat_ms;        /* monotonic time of the last pump tick: the loop turns */
-    uint64_t db_reconnects_seen; /* db.reconnects when the consumers last retried at once */
+    uint64_t db_reconnects_seen; /* lanes' reconnects when the consumers last retried at once */
     uint64_t heard_gaps;         /* heartbeats.gaps when heard_since was last recorded */
 } executor_t;
 
@@ -108,8 +120,14 @@ size_t executor_consumers(executor_t *x, consumer_t *out[EXECUTOR_MAX_CONSUMERS]
 uint64_t executor_held_dead_letter_age_s(const executor_t *x);
 
 /* Does the executor hear heartbeats now, and has it recorded since when (executor_state
- * .heard_since, schema 007)? Until then no worker may be judged stale by its heartbeats. */
+ * .heard_since, schema 007)? Until then no worker may be judged stale by its heartbeats. On a
+ * fiber (it may record on the jobs lane). */
 bool executor_hearing(executor_t *x);
+
+/* The lanes' failed units of work, and whether each lane that was ever used holds a
+ * connection now. */
+uint64_t executor_db_errors(const executor_t *x);
+bool executor_db_up(const executor_t *x);
 
 /* monitor.c: scheduled too long -> failed; running on a stale worker -> abandoned. */
 void monitor_run(executor_t *x);
@@ -165,8 +183,10 @@ void retire_run(executor_t *x);
 void retry_handle(http_req_t *r, void *arg);
 void cancel_resend(executor_t *x);
 
-/* gauges.c: refresh x->gauges now and every few seconds; the collector for /metrics. */
-int gauges_start(executor_t *x) WARN_UNUSED;
+/* gauges.c: one refresh of x->gauges (a periodic job, every GAUGES_INTERVAL_MS); the
+ * collector for /metrics. */
+#define GAUGES_INTERVAL_MS 10000
+void gauges_run(executor_t *x);
 void gauges_collect(metrics_out_t *o, void *arg);
 
 #endif

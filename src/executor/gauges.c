@@ -1,11 +1,11 @@
 /*
- * Gauges of /metrics that need the database or the broker, refreshed every GAUGES_INTERVAL_S
+ * Gauges of /metrics that need the database or the broker, refreshed every GAUGES_INTERVAL_MS
  * by a timer so a scrape never waits on either: the backlog by status, the live workers (in
  * all and per action), and the dead-letter queue. The oldest unconsumed dead letter's age is
  * measured cheaply: a passive declare gives the count, not the age, so the age is how long the
  * queue has had something not yet stored (ready in the queue or held unacked by this
  * executor) without a break, as seen by these refreshes, or the exact age (x-death) of the
- * oldest one held unacked when that is more: a lower bound, GAUGES_INTERVAL_S fine. The same
+ * oldest one held unacked when that is more: a lower bound, GAUGES_INTERVAL_MS fine. The same
  * refresh counts the status changes (warren_execution_transitions_total) from the history.
  */
 #include <inttypes.h>
@@ -17,8 +17,6 @@
 #include "warren/db.h"
 #include "warren/log.h"
 #include "warren/topology.h"
-
-#define GAUGES_INTERVAL_S 10
 
 /* clang-format off */
 static const char backlog_sql[] =
@@ -96,7 +94,8 @@ static int count_transitions(PGconn *db, executor_gauges_t *g, char *err, size_t
 }
 
 /* The breakers' states as the session setting warren.breakers, which the snapshot of every
- * dead-letter record written on this connection takes (schema 020, warren_dl_snapshot). */
+ * dead-letter record written on this connection takes (schema 020, warren_dl_snapshot): set on
+ * the jobs lane with the refresh, and on the writes lane (the consumers' dead letters). */
 static int record_breakers(PGconn *db, executor_t *x, char *err, size_t errlen)
 {
     consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
@@ -116,6 +115,11 @@ static int record_breakers(PGconn *db, executor_t *x, char *err, size_t errlen)
                      errlen);
     json_object_put(b);
     return rc;
+}
+
+static int breakers_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    return record_breakers(db, arg, err, errlen);
 }
 
 static int refresh_fn(PGconn *db, void *arg, char *err, size_t errlen)
@@ -157,8 +161,10 @@ static void refresh_dlq(executor_t *x, executor_gauges_t *g)
         return;
     char err[ERRBUF_SIZE];
     int64_t ready = 0;
-    if (topo_queue_messages(x->pub, x->cfg->rabbitmq.dead_letter.queue, &ready, err, sizeof err) !=
-        0)
+    /* On the admin connection: never blocked by a resource alarm, never in a fiber's publish. */
+    bool up = mq_connected(x->admin) || mq_try_connect(x->admin) == MQ_OK;
+    if (!up || topo_queue_messages(x->admin, x->cfg->rabbitmq.dead_letter.queue, &ready, err,
+                                   sizeof err) != 0)
         ready = g->dlq_messages; /* unknown now: keep the last count */
     g->dlq_messages = ready;
     int64_t now = now_wall_ms();
@@ -172,19 +178,15 @@ static void refresh_dlq(executor_t *x, executor_gauges_t *g)
     g->dlq_oldest_age = held > seen ? held : seen;
 }
 
-static void on_refresh(evutil_socket_t fd, short what, void *arg)
+void gauges_run(executor_t *x)
 {
-    (void)fd;
-    (void)what;
-    executor_t *x = arg;
-    if (x->draining)
-        return;
     refresh_t r = {.x = x};
     r.g.dlq_messages = x->gauges.dlq_messages;
     r.g.dlq_nonempty_since_ms = x->gauges.dlq_nonempty_since_ms;
     memcpy(r.g.transitions, x->gauges.transitions, sizeof r.g.transitions);
     r.g.events_upto = x->gauges.events_upto;
-    if (dbc_transaction(&x->db, "refreshing the metrics' gauges", refresh_fn, &r) == DBC_OK) {
+    (void)dbc_statement(&x->db_writes, "recording the breakers' states", breakers_fn, x);
+    if (dbc_transaction(&x->db_jobs, "refreshing the metrics' gauges", refresh_fn, &r) == DBC_OK) {
         r.g.db_ok = true;
         r.g.refreshed_ms = now_wall_ms();
     } else { /* keep the database's last known values */
@@ -198,13 +200,6 @@ static void on_refresh(evutil_socket_t fd, short what, void *arg)
     }
     refresh_dlq(x, &r.g);
     x->gauges = r.g;
-}
-
-int gauges_start(executor_t *x)
-{
-    x->gauges.events_upto = -1;
-    on_refresh(-1, 0, x);
-    return evloop_every(&x->gauges_ev, x->base, GAUGES_INTERVAL_S * 1000, on_refresh, x);
 }
 
 void gauges_collect(metrics_out_t *o, void *arg)

@@ -209,7 +209,7 @@ static int monitor_work(PGconn *db, void *arg, char *err, size_t errlen)
 /* Run one kind; returns how many executions it changed, -1 on a database problem. */
 static int run_pass(executor_t *x, monitor_pass_t *m, uint64_t *counter, const char *what)
 {
-    if (dbc_transaction(&x->db, what, monitor_work, m) != DBC_OK) {
+    if (dbc_transaction(&x->db_jobs, what, monitor_work, m) != DBC_OK) {
         PQclear(m->changed);
         return -1;
     }

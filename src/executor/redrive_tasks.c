@@ -151,13 +151,14 @@ static bool refused(const char *sqlstate)
 static void run_task(executor_t *x, const char *id)
 {
     batch_t b = {.x = x, .id = id};
-    if (dbc_transaction(&x->db, "redriving dead letters", batch_fn, &b) != DBC_OK) {
+    if (dbc_transaction(&x->db_jobs, "redriving dead letters", batch_fn, &b) != DBC_OK) {
         if (refused(b.sqlstate) && ++x->redrive_failures >= REDRIVE_FAILURES) {
             char reason[64];
             snprintf(reason, sizeof reason, "the database refused its batches (SQLSTATE %s)",
                      b.sqlstate);
             const char *p[] = {id, reason};
-            if (dbc_transaction(&x->db, "failing a redrive task", fail_fn, (void *)p) == DBC_OK)
+            if (dbc_transaction(&x->db_jobs, "failing a redrive task", fail_fn, (void *)p) ==
+                DBC_OK)
                 log_kv(LOG_ERROR, "redrive task failed", "task", id, "reason", reason, NULL);
             x->redrive_failures = 0;
         }
@@ -185,7 +186,7 @@ static int active_fn(PGconn *db, void *arg, char *err, size_t errlen)
 void redrive_tasks_run(executor_t *x)
 {
     active_t a = {0};
-    if (dbc_statement(&x->db, "reading redrive tasks", active_fn, &a) == DBC_OK)
+    if (dbc_statement(&x->db_jobs, "reading redrive tasks", active_fn, &a) == DBC_OK)
         for (int i = 0; i < PQntuples(a.res); i++)
             run_task(x, PQgetvalue(a.res, i, 0));
     PQclear(a.res);

@@ -64,7 +64,7 @@ static void prune(executor_t *x, const char *what, const char *sql, int days, ui
     prune_t p = {.sql = sql, .params = {d, limit}};
     uint64_t total = 0;
     for (int round = 0; round < RETENTION_ROUNDS; round++) {
-        if (dbc_transaction(&x->db, what, prune_fn, &p) != DBC_OK)
+        if (dbc_transaction(&x->db_jobs, what, prune_fn, &p) != DBC_OK)
             break;
         total += (uint64_t)p.rows;
         if (p.rows < x->cfg->retention.batch_size)

@@ -253,7 +253,8 @@ static void finish(retire_round_t *r)
             continue;
         }
         const char *params[] = {w->id, factor, after};
-        if (dbc_transaction(&r->x->db, "marking a worker retired", mark_retired, params) == DBC_OK)
+        if (dbc_transaction(&r->x->db_jobs, "marking a worker retired", mark_retired, params) ==
+            DBC_OK)
             log_kv(LOG_WARN, "worker retired: its queue was taken back and deleted", "worker",
                    w->id, "queue", w->queue, "taken", taken, NULL);
     }
@@ -284,7 +285,7 @@ void retire_run(executor_t *x)
         return;
     retire_round_t peek = {.x = x};
     /* A connection of its own only when some worker is due to retire. */
-    if (dbc_transaction(&x->db, "looking for workers to retire", peek_work, &peek) != DBC_OK ||
+    if (dbc_transaction(&x->db_jobs, "looking for workers to retire", peek_work, &peek) != DBC_OK ||
         peek.nw == 0)
         return;
     retire_round_t r = {.x = x};
@@ -298,7 +299,7 @@ void retire_run(executor_t *x)
         mq_destroy(r.mq);
         return;
     }
-    if (dbc_transaction(&x->db, "retiring workers", retire_work, &r) == DBC_OK) {
+    if (dbc_transaction(&x->db_jobs, "retiring workers", retire_work, &r) == DBC_OK) {
         stats_merge(&x->stats, &r.counts);
         finish(&r);
     }

@@ -403,13 +403,17 @@ static void forget_declared(declared_set_t *s, const char *id)
  */
 static void declare_pinned(sched_t *s, const sched_batch_t *b)
 {
+    /* On the admin connection, which never publishes: a broker that blocks publishers (a
+     * resource alarm) stops reading the publisher's connection, RPCs included. */
+    if (!mq_connected(s->admin) && mq_try_connect(s->admin) != MQ_OK)
+        return; /* the dispatch is unroutable if the queue is missing: back to requested */
     for (size_t i = 0; i < b->n; i++) {
         const sched_job_t *j = &b->jobs[i];
         if (!j->scheduled || j->a.worker != ASSIGN_PINNED ||
             already_declared(&s->declared, j->worker))
             continue;
         char err[ERRBUF_SIZE];
-        if (topo_declare_worker(s->pub, s->cfg, j->worker, err, sizeof err) == 0)
+        if (topo_declare_worker(s->admin, s->cfg, j->worker, err, sizeof err) == 0)
             remember_declared(&s->declared, j->worker);
         else
             log_kv(LOG_WARN, "declaring a pinned worker's queue failed", "worker", j->worker,
@@ -467,31 +471,6 @@ static void publish_confirmed(sched_t *s, const sched_job_t *j)
            j->message_id, NULL);
 }
 
-/* Worker messages the results consumer has handled so far (applied, stale or unprocessable). */
-static uint64_t results_handled(const executor_stats_t *st)
-{
-    return st->results_applied + st->results_stale + st->results_unprocessable;
-}
-
-/* The executor's hook, timed: its work is not part of the dispatch latency. Counted only when
- * it handled results (its socket may have held a heartbeat frame and nothing else). */
-static int hook_fd(void *arg)
-{
-    sched_t *s = arg;
-    return s->wait_hook.fd(s->wait_hook.arg);
-}
-
-static void hook_run(void *arg)
-{
-    sched_t *s = arg;
-    int64_t t0 = now_mono_ms();
-    uint64_t before = results_handled(s->stats);
-    s->wait_hook.run(s->wait_hook.arg);
-    s->hook_ms += now_mono_ms() - t0;
-    if (results_handled(s->stats) > before)
-        s->stats->confirm_wait_results++;
-}
-
 static void publish(sched_t *s, sched_batch_t *b)
 {
     mq_message_t *msgs = calloc(b->n, sizeof *msgs);
@@ -520,16 +499,15 @@ static void publish(sched_t *s, sched_batch_t *b)
                                  .mandatory = true};
         job_of[m++] = i;
     }
-    /* results[] says how each one ended; the overall status adds nothing. */
+    /* results[] says how each one ended; the overall status adds nothing. The tick's fiber
+     * waits for the confirms; results are applied on their own lane meanwhile. */
     int64_t t0 = now_mono_ms();
-    s->hook_ms = 0;
-    mq_set_wait_hook(s->pub, s->wait_hook.run ? &(mq_wait_hook_t){hook_fd, hook_run, s} : NULL);
+    s->publishing = true;
     if (m > 0 && mq_publish_batch(s->pub, msgs, m, results) != MQ_OK)
         log_kv(LOG_DEBUG, "some dispatches were not confirmed", NULL);
-    mq_set_wait_hook(s->pub, NULL);
+    s->publishing = false;
     if (m > 0)
-        metrics_hist_observe(&s->stats->dispatch_latency,
-                             (double)(now_mono_ms() - t0 - s->hook_ms) / 1000.0);
+        metrics_hist_observe(&s->stats->dispatch_latency, (double)(now_mono_ms() - t0) / 1000.0);
     for (size_t k = 0; k < m; k++) {
         stats_confirm(s->stats, results[k]);
         if (results[k] == MQ_OK)
@@ -618,19 +596,15 @@ static bool breaker_blocks(sched_t *s)
 }
 
 void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
-                executor_stats_t *stats)
+                mq_client_t *admin, executor_stats_t *stats)
 {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->db = db;
     s->pub = pub;
+    s->admin = admin;
     s->stats = stats;
     s->fault_exit_after_commit = fault_armed("exit_after_commit"); /* tests only */
-}
-
-void sched_set_wait_hook(sched_t *s, const mq_wait_hook_t *hook)
-{
-    s->wait_hook = hook ? *hook : (mq_wait_hook_t){0};
 }
 
 size_t sched_pending_reverts(const sched_t *s)

@@ -35,6 +35,7 @@ typedef struct sched {
     const warren_config_t *cfg; /* borrowed: executor.*, the exchange, worker topology */
     dbconn_t *db;               /* borrowed */
     mq_client_t *pub;           /* borrowed: publishes dispatches */
+    mq_client_t *admin;         /* borrowed: declares pinned workers' queues (never publishes) */
     executor_stats_t *stats;    /* borrowed */
     declared_set_t declared;
     breaker_state_t breaker_state; /* last publish breaker state logged (open/closed) */
@@ -42,18 +43,15 @@ typedef struct sched {
     size_t n_settle, cap_settle;
     size_t n_revert;              /* of which going back to requested */
     bool fault_exit_after_commit; /* WARREN_FAULT=exit_after_commit (tests only) */
-    mq_wait_hook_t wait_hook;     /* other work while dispatches wait for confirms */
-    int64_t hook_ms;              /* time it took in the current publish (not publish latency) */
+    bool publishing;              /* a batch waits for its confirms (results go on meanwhile) */
 } sched_t;
 
 /* Borrows everything it is given (no I/O). Free with sched_free(). */
 void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
-                executor_stats_t *stats);
+                mq_client_t *admin, executor_stats_t *stats);
 void sched_free(sched_t *s);
-/* Work to do while a dispatch batch waits for its confirms (mq_set_wait_hook), set on the
- * publisher only for those waits: the batch is committed and the database idle then. */
-void sched_set_wait_hook(sched_t *s, const mq_wait_hook_t *hook);
-/* Claim, assign, commit, publish. Returns 1 when it should run again at once (a full batch
+/* Claim, assign, commit, publish; on a fiber, the database and confirm waits let the loop run.
+ * Returns 1 when it should run again at once (a full batch
  * went out), 0 when it should wait executor.poll_interval_ms, -1 when it did not run
  * (breaker open, database unavailable). */
 int sched_tick(sched_t *s);

@@ -66,7 +66,7 @@ void staleness_run(executor_t *x)
     sweep_t s = {.params = {cfg, limit}};
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop turning. */
     for (int round = 0; round < STALENESS_ROUNDS; round++) {
-        if (dbc_transaction(&x->db, "checking staleness", sweep_fn, &s) != DBC_OK)
+        if (dbc_transaction(&x->db_jobs, "checking staleness", sweep_fn, &s) != DBC_OK)
             break;
         if (report(x, s.res) < x->cfg->executor.batch_size)
             break;

@@ -48,7 +48,7 @@
     X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */         \
     X(retries_scheduled)      /* ended attempts the retry policy sent back to requested */         \
     X(retries_exhausted)      /* ended attempts whose policy was used up (max_retries_exceeded) */ \
-    X(confirm_wait_results)   /* confirm waits in which results were handled */
+    X(confirm_wait_results)   /* results batches applied while a dispatch batch waited */
 
 typedef struct executor_stats {
 #define STATS_FIELD(name) uint64_t name;

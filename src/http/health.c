@@ -65,6 +65,16 @@ void http_ready_check(http_ready_t *h, const char *name, const char *state, bool
     }
 }
 
+void http_ready_degraded(http_ready_t *h, const char *name, const char *state, bool degraded,
+                         const char *reason)
+{
+    json_object_object_add(h->checks, name, json_object_new_string(state));
+    if (degraded) {
+        json_object_array_add(h->reasons, json_object_new_string(reason));
+        h->degraded = true;
+    }
+}
+
 void http_ready_breaker(http_ready_t *h, const char *name, const breaker_t *b)
 {
     char why[160];

@@ -12,6 +12,7 @@
 #include <event2/listener.h>
 #include <json-c/json.h>
 #include "warren/evloop.h"
+#include "warren/fiber.h"
 #include "warren/http.h"
 #include "warren/log.h"
 
@@ -37,7 +38,18 @@ typedef struct conn {
     struct evhttp_connection *evcon;
     struct event setup_ev, deadline_ev;
     bool closed;
+    struct http_job *job; /* the request a fiber handles now (HTTP_WAITS), NULL: none */
 } conn_t;
+
+/* A request handled on a fiber of its own (a route with HTTP_WAITS): everything the handler
+ * sees is copied here, since the request outlives on_request. */
+typedef struct http_job {
+    http_req_t r;
+    conn_t *conn; /* NULL once the connection is gone: the reply goes nowhere */
+    const route_t *route;
+    char *path, *body; /* owned */
+    char pbuf[PATH_MAX_BYTES];
+} http_job_t;
 
 struct http_server {
     struct event_base *base;
@@ -125,6 +137,8 @@ bool http_secret_equal(const char *a, const char *b)
 
 void http_add_header(http_req_t *r, const char *name, const char *value)
 {
+    if (!r->req)
+        return; /* the client left while a fiber handled its request */
     evhttp_add_header(evhttp_request_get_output_headers(r->req), name, value);
 }
 
@@ -133,6 +147,8 @@ void http_reply(http_req_t *r, int code, const char *content_type, const char *b
     if (r->replied)
         return;
     r->replied = true;
+    if (!r->req)
+        return;
     struct evkeyvalq *h = evhttp_request_get_output_headers(r->req);
     evhttp_add_header(h, "Content-Type", content_type);
     evhttp_add_header(h, "Cache-Control", "no-store");
@@ -170,6 +186,8 @@ void http_error(http_req_t *r, int code, const char *error, const char *fmt, ...
 
 const char *http_header(http_req_t *r, const char *name)
 {
+    if (!r->req)
+        return NULL;
     return evhttp_find_header(evhttp_request_get_input_headers(r->req), name);
 }
 
@@ -224,6 +242,11 @@ static void conn_closed(conn_t *c)
         return;
     c->closed = true;
     c->evcon = NULL;
+    if (c->job) { /* evhttp frees the request with the connection */
+        c->job->r.req = NULL;
+        c->job->conn = NULL;
+        c->job = NULL;
+    }
     event_del(&c->deadline_ev);
     for (conn_t **p = &s->conns; *p; p = &(*p)->next)
         if (*p == c) {
@@ -323,16 +346,75 @@ static int method_of(struct evhttp_request *req)
     }
 }
 
-static void dispatch(http_req_t *r, http_server_t *s, char *pbuf, size_t pbuflen)
+static void job_free(http_job_t *j)
+{
+    if (j->conn)
+        j->conn->job = NULL;
+    evhttp_clear_headers(&j->r.query);
+    free(j->path);
+    free(j->body);
+    free(j);
+}
+
+static void run_job(void *arg)
+{
+    http_job_t *j = arg;
+    j->route->fn(&j->r, j->route->arg);
+    if (!j->r.replied)
+        http_error(&j->r, 500, "internal", "the handler gave no answer");
+    job_free(j);
+}
+
+/*
+ * The route's handler on a fiber: the request's path, body and query move into a job (*path and
+ * *body become NULL: the job owns them). 503 when no fiber can be had.
+ */
+static void start_job(http_server_t *s, conn_t *c, http_req_t *r, const route_t *rt, char **path,
+                      char **body, const char *query)
+{
+    http_job_t *j = calloc(1, sizeof *j);
+    if (!j) {
+        http_error(r, 503, "unavailable", "out of memory");
+        return;
+    }
+    j->r = (http_req_t){
+        .req = r->req, .method = r->method, .body = r->body, .body_len = r->body_len};
+    TAILQ_INIT(&j->r.query);
+    if (query)
+        (void)evhttp_parse_query_str(query, &j->r.query); /* parsed once already */
+    j->path = *path;
+    j->body = *body;
+    j->r.path = j->path;
+    j->route = rt;
+    (void)http_route_match(rt->pattern, j->path, j->r.params, j->pbuf, sizeof j->pbuf);
+    if (fiber_start(s->base, "http", run_job, j) != 0) {
+        evhttp_clear_headers(&j->r.query);
+        free(j);
+        http_error(r, 503, "unavailable", "out of memory");
+        return;
+    }
+    *path = NULL;
+    *body = NULL;
+    j->conn = c;
+    if (c)
+        c->job = j;
+}
+
+static void dispatch(http_req_t *r, http_server_t *s, conn_t *c, char **path, char **body,
+                     const char *query)
 {
     bool path_known = false;
-    char allow[32] = "";
+    char allow[32] = "", pbuf[PATH_MAX_BYTES];
     for (size_t i = 0; i < s->n_routes; i++) {
         route_t *rt = &s->routes[i];
-        if (!http_route_match(rt->pattern, r->path, r->params, pbuf, pbuflen))
+        if (!http_route_match(rt->pattern, r->path, r->params, pbuf, sizeof pbuf))
             continue;
         path_known = true;
         if (rt->methods & r->method) {
+            if (rt->methods & HTTP_WAITS) {
+                start_job(s, c, r, rt, path, body, query);
+                return;
+            }
             rt->fn(r, rt->arg);
             if (!r->replied)
                 http_error(r, 500, "internal", "the handler gave no answer");
@@ -365,7 +447,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     const char *raw_path = uri ? evhttp_uri_get_path(uri) : NULL;
     char *path = raw_path ? evhttp_uridecode(raw_path, 0, NULL) : NULL;
     const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
-    char *body = NULL, pbuf[PATH_MAX_BYTES];
+    char *body = NULL;
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
     if (!path || strlen(path) >= PATH_MAX_BYTES) {
@@ -386,7 +468,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         r.body = body;
         r.body_len = len;
         r.path = path;
-        dispatch(&r, s, pbuf, sizeof pbuf);
+        dispatch(&r, s, c, &path, &body, query);
     }
     free(body);
     free(path);

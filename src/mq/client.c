@@ -609,23 +609,20 @@ int mq_wait_writable(mq_client_t *c, size_t bytes, int64_t deadline_ms)
         return MQ_ERR_CONNECTION;
     bytes += PUBLISH_OVERHEAD;
     for (;;) {
-        int64_t left = deadline_ms - now_mono_ms();
-        struct pollfd p = {.fd = fd, .events = POLLOUT};
-        int n = poll(&p, 1, left > 0 ? (int)left : 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
+        int n = fiber_wait_fd(fd, POLLOUT, deadline_ms); /* on a fiber the loop runs meanwhile */
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        if (n > 0 && (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) != 0 || soerr != 0)) {
             mq_connection_lost(c, "socket error while publishing");
             return MQ_ERR_CONNECTION;
         }
         if (n > 0 && send_room(fd, bytes))
             return MQ_OK;
-        if (left <= 0) {
+        if (n <= 0 || now_mono_ms() >= deadline_ms) {
             mq_connection_lost(
                 c, "publish stalled: the socket did not drain within publish_timeout_ms");
             return MQ_ERR_CONNECTION;
         }
-        struct timespec pause = {.tv_nsec = 5 * 1000000}; /* poll said writable; wait for room */
-        nanosleep(&pause, NULL);
+        fiber_sleep_ms(5); /* writable, but not room for the whole message yet */
     }
 }

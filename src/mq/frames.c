@@ -2,6 +2,7 @@
 #include <amqp.h> /* before amqp_framing.h, which needs its types */
 #include <amqp_framing.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 
 /* Drain at most this many frames per call so a flood of deliveries cannot starve the caller. */
 #define DRAIN_MAX 1024
+/* A fiber waiting for a frame looks at the library's buffers this often (TLS). */
+#define FIBER_SLICE_MS 20
 
 static char *dup_bytes(amqp_bytes_t b)
 {
@@ -456,13 +459,36 @@ static void handle_method(mq_client_t *c, const amqp_frame_t *f)
     }
 }
 
+/* A fiber's wait for the next frame: the socket as a fiber wait, then a read that does not
+ * block. In slices, so that bytes a TLS library holds (invisible to the socket) are read too. */
+static int wait_frame_fiber(mq_client_t *c, amqp_frame_t *f, int64_t deadline_ms)
+{
+    for (;;) {
+        struct timeval now_tv = {0, 0};
+        int rc = amqp_simple_wait_frame_noblock(c->conn, f, &now_tv);
+        if (rc != AMQP_STATUS_TIMEOUT)
+            return rc;
+        int64_t now = now_mono_ms();
+        if (now >= deadline_ms)
+            return rc;
+        int64_t until = deadline_ms - now > FIBER_SLICE_MS ? now + FIBER_SLICE_MS : deadline_ms;
+        if (fiber_wait_fd(amqp_get_sockfd(c->conn), POLLIN, until) < 0)
+            return AMQP_STATUS_TIMEOUT; /* the loop is ending */
+    }
+}
+
 int mq_read_frame(mq_client_t *c, int64_t deadline_ms)
 {
     if (!c->conn)
         return MQ_ERR_CONNECTION;
-    struct timeval tv = evloop_tv(deadline_ms - now_mono_ms());
     amqp_frame_t f;
-    int rc = amqp_simple_wait_frame_noblock(c->conn, &f, &tv);
+    int rc;
+    if (fiber_active()) {
+        rc = wait_frame_fiber(c, &f, deadline_ms);
+    } else {
+        struct timeval tv = evloop_tv(deadline_ms - now_mono_ms());
+        rc = amqp_simple_wait_frame_noblock(c->conn, &f, &tv);
+    }
     if (rc == AMQP_STATUS_TIMEOUT)
         return 0;
     if (rc != AMQP_STATUS_OK) {

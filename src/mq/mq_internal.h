@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include "mq/confirm.h"
 #include "warren/backoff.h"
+#include "warren/fiber.h"
 #include "warren/mq.h"
 
 #define MQ_CHANNEL 1
@@ -43,7 +44,7 @@ struct mq_client {
     confirm_tracker_t confirms;
     uint64_t publish_seq;       /* confirm cookies: one per publish, never reused */
     mq_publish_wait_t *waiting; /* set only inside mq_publish_batch */
-    mq_wait_hook_t wait_hook;   /* run is NULL: none (mq_set_wait_hook) */
+    fiber_lock_t lock;          /* the fiber publishing on the connection (mq_held) */
     /* consumer */
     char *consumer_tag;              /* NULL when not consuming */
     int consume_status;              /* why we are not consuming (sticky until mq_consume) */

@@ -1,7 +1,6 @@
 /* MessageClient publishing: properties, pipelined publishes, waiting for their confirms. */
 #include <amqp.h> /* before amqp_framing.h, which needs its types */
 #include <amqp_framing.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,41 +164,18 @@ static int collect_results(mq_client_t *c, const mq_publish_wait_t *w, int *resu
     return first;
 }
 
-void mq_set_wait_hook(mq_client_t *c, const mq_wait_hook_t *hook)
+bool mq_held(const mq_client_t *c)
 {
-    c->wait_hook = hook ? *hook : (mq_wait_hook_t){0};
+    return fiber_lock_held(&c->lock);
 }
 
-/* Slices of the confirm wait in which the hook's socket is watched too: a TLS record already
- * read into OpenSSL's buffer would not wake poll, so the wait falls back to reading frames
- * after each slice. */
-#define HOOK_SLICE_MS 5
-
-/*
- * Before reading the next frame: while the hook is unused and nothing is buffered, wait for the
- * publisher's socket or the hook's, up to one slice. The hook's socket first: run it, and push
- * the deadline back by its time (the confirms were not being waited for meanwhile).
- */
-static void maybe_run_hook(mq_client_t *c, bool *used, int64_t *deadline)
+bool mq_blocked(const mq_client_t *c)
 {
-    if (*used || !c->wait_hook.run || !c->conn || amqp_data_in_buffer(c->conn) ||
-        amqp_frames_enqueued(c->conn))
-        return;
-    int hfd = c->wait_hook.fd(c->wait_hook.arg);
-    if (hfd < 0)
-        return;
-    int64_t left = *deadline - now_mono_ms();
-    struct pollfd p[2] = {{.fd = mq_fd(c), .events = POLLIN}, {.fd = hfd, .events = POLLIN}};
-    int n = poll(p, 2, (int)(left < HOOK_SLICE_MS ? (left > 0 ? left : 0) : HOOK_SLICE_MS));
-    if (n <= 0 || !(p[1].revents & (POLLIN | POLLHUP | POLLERR)))
-        return;
-    *used = true;
-    int64_t t0 = now_mono_ms();
-    c->wait_hook.run(c->wait_hook.arg);
-    *deadline += now_mono_ms() - t0;
+    return c->blocked;
 }
 
-/* Publish and wait for confirms, all within publish_timeout_ms (plus the hook's time). */
+/* Publish and wait for confirms, all within publish_timeout_ms. On a fiber both waits (room in
+ * the socket, the confirms) let the loop run. */
 static int publish_wait(mq_client_t *c, mq_publish_wait_t *w, int *results)
 {
     int64_t deadline = now_mono_ms() + c->opts.publish_timeout_ms;
@@ -209,12 +185,9 @@ static int publish_wait(mq_client_t *c, mq_publish_wait_t *w, int *results)
     c->waiting = w;
     send_all(c, w, deadline);
     size_t from = 0;
-    bool hook_used = false;
-    while (!all_confirmed(c, w, &from)) {
-        maybe_run_hook(c, &hook_used, &deadline);
-        if (all_confirmed(c, w, &from) || mq_read_frame(c, deadline) <= 0)
+    while (!all_confirmed(c, w, &from))
+        if (mq_read_frame(c, deadline) <= 0)
             break;
-    }
     c->waiting = NULL;
     int first = collect_results(c, w, results);
     confirm_collect(&c->confirms);
@@ -257,10 +230,23 @@ static int publish_ready(mq_client_t *c, bool probe)
     return MQ_OK;
 }
 
+static int publish_held(mq_client_t *c, const mq_message_t *msgs, size_t n, int *results);
+
 int mq_publish_batch(mq_client_t *c, const mq_message_t *msgs, size_t n, int *results)
 {
     if (n == 0)
         return MQ_OK;
+    if (!fiber_lock(&c->lock, now_mono_ms() + c->opts.publish_timeout_ms)) {
+        mq_set_error(c, "the client stayed busy with another publish");
+        return fill(results, n, MQ_ERR_CONNECTION);
+    }
+    int rc = publish_held(c, msgs, n, results);
+    fiber_unlock(&c->lock);
+    return rc;
+}
+
+static int publish_held(mq_client_t *c, const mq_message_t *msgs, size_t n, int *results)
+{
     if (!breaker_allow(&c->breaker, now_mono_ms())) {
         mq_set_error(c, "circuit breaker open");
         return fill(results, n, MQ_ERR_BREAKER_OPEN);

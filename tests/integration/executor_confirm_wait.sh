@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# While a dispatch batch waits for the broker's confirms, the results that arrived meanwhile are
-# applied (the batch is committed, the database idle until the confirms settle it). 300
+# While a dispatch batch waits for the broker's confirms (the scheduler's fiber), the results
+# that arrived meanwhile are applied on their own lane. 300
 # submissions at once pinned to one live worker all complete exactly once and every dispatch is
 # confirmed; then 40 one at a time; the executor counted results read during confirm waits
 # (confirm_wait_results).

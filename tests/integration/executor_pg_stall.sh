@@ -23,13 +23,13 @@ wait_until 10 "[ \"\$(psql_q \"select count(*) from executions where id in ($lis
 for id in "${ids[@]}"; do report "$w" "$id" 1 running; done
 wait_until 10 "[ \"\$(psql_q \"select count(*) from executions where id in ($list) and status = 'running'\")\" = 4 ]"
 
-# The executor's five AMQP connections, by name (client address and port): the same ones must
+# The executor's six AMQP connections, by name (client address and port): the same ones must
 # remain.
 exec_conns() {
     mgmt_get connections | jq -r '[.[] | select(.client_properties.connection_name == "warren-executor")
         | .name] | sort | join(",")'
 }
-wait_until 10 "[ \"\$(exec_conns | tr ',' '\n' | grep -c .)\" = 5 ]"
+wait_until 10 "[ \"\$(exec_conns | tr ',' '\n' | grep -c .)\" = 6 ]"
 before=$(exec_conns)
 rabbit_log="$WARREN_STACK_DIR/rabbit/log/$WARREN_RABBIT_NODE.log"
 missed_before=$(grep -c 'missed heartbeats' "$rabbit_log" || true)

@@ -58,6 +58,7 @@ static const char *const reloadable[] = {
     "api.keys",
     "api.keys_file",
     "api.auth_reads",
+    "api.statement_timeout_ms",
     "worker.heartbeat_interval_s",
     "worker.default_timeout_s",
     "worker.action_timeouts",

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "executor/consumer.h"
+#include "warren/fiber.h"
 
 // wrap: mq_new mq_destroy mq_consume mq_consume_next mq_free_delivery mq_ack mq_nack
 // wrap: mq_connected mq_fd dbc_transaction realloc
@@ -161,11 +162,14 @@ static void test_oom_delivery_is_requeued(void **state)
     assert_int_equal(consumer_init(&c, &o), 0);
     char err[128];
     assert_int_equal(consumer_start(&c, err, sizeof err), 0);
+    while (fiber_count() > 0) /* the batch is handled on the consumer's fiber */
+        event_base_loop(base, EVLOOP_ONCE);
     assert_int_equal(fake.stored, N_DELIVERIES - 1);
     assert_true(fake.acked_upto == N_DELIVERIES);
     assert_true(fake.nacked_tag == FAILING_TAG); /* before the ack that covers it */
     assert_true(fake.nack_requeue);
     consumer_free(&c);
+    fiber_cleanup();
     event_base_free(base);
     close(p[0]);
     close(p[1]);
