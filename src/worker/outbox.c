@@ -71,10 +71,11 @@ outbox_msg_t *outbox_due(const outbox_t *o, int64_t now_ms)
 outbox_msg_t *outbox_take_unsent_running(outbox_t *o, int64_t execution_id, int attempt)
 {
     outbox_msg_t *prev = NULL;
-    for (outbox_msg_t *m = o->head; m; prev = m, m = m->next) {
+    size_t i = 0;
+    for (outbox_msg_t *m = o->head; m; prev = m, m = m->next, i++) {
         if (m->kind != OUTBOX_RUNNING || m->execution_id != execution_id || m->attempt != attempt)
             continue;
-        if (m->tries > 0)
+        if (m->tries > 0 || i < o->inflight)
             return NULL;
         if (prev)
             prev->next = m->next;
@@ -98,6 +99,8 @@ outbox_msg_t *outbox_pop(outbox_t *o)
     if (!o->head)
         o->tail = NULL;
     o->len--;
+    if (o->inflight > 0)
+        o->inflight--;
     m->next = NULL;
     o->failing = false;
     backoff_reset(&o->backoff);

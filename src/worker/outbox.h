@@ -31,6 +31,7 @@ typedef struct outbox {
     outbox_msg_t *head, *tail;
     size_t len, cap;
     backoff_t backoff;
+    size_t inflight;     /* messages from the head being published now: never taken */
     bool failing;        /* the last publish failed and none succeeded since */
     int64_t retry_at_ms; /* while failing: no publish before this (monotonic) */
 } outbox_t;
@@ -52,7 +53,8 @@ int outbox_push(outbox_t *o, outbox_msg_t *m, int64_t now_ms) WARN_UNUSED;
 /* The message to publish now: the head, unless empty or waiting for the retry time. */
 outbox_msg_t *outbox_due(const outbox_t *o, int64_t now_ms);
 /* Unlink and return the OUTBOX_RUNNING message of (execution_id, attempt) whose publish never
- * failed at the head, or NULL (confirmed already, or retrying). It may still have gone out in a
+ * failed at the head and is not in flight, or NULL (confirmed already, retrying, or being
+ * published now). It may still have gone out in a
  * batch behind a failed message; dropping it is harmless, since the executor accepts a
  * completion with or without a running status before it. The caller frees it. */
 outbox_msg_t *outbox_take_unsent_running(outbox_t *o, int64_t execution_id, int attempt);

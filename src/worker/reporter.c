@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include "warren/fiber.h"
 #include "warren/log.h"
 #include "warren/version.h"
 #include "worker/report_msg.h"
@@ -217,25 +218,24 @@ static void confirmed(worker_t *w)
  * a worker at a few hundred reports a second). Reports stay in order; the confirmed prefix is
  * settled, and from the first failure on everything is retried, so a report confirmed after a
  * failed one may be sent twice: the executor's attempt-fenced compare-and-swap ignores repeats.
+ * On the flush fiber: the batch is in flight (never coalesced away) while its confirms come.
  */
-void reporter_flush(worker_t *w)
+static void flush_due(worker_t *w)
 {
     enum { FLUSH_BATCH = 256 };
     mq_message_t msgs[FLUSH_BATCH];
     char ids[FLUSH_BATCH][IDS_EXECUTION_ID_TEXT];
     int results[FLUSH_BATCH];
     const outbox_msg_t *m;
-    while ((m = outbox_due(&w->outbox, now_mono_ms())) != NULL) {
+    while (w->phase != PHASE_DONE && (m = outbox_due(&w->outbox, now_mono_ms())) != NULL) {
         size_t n = 0;
         for (; m && n < FLUSH_BATCH; m = m->next, n++)
             msgs[n] = message_of(w, m, ids[n]);
-        if (mq_publish_batch(w->publisher, msgs, n, results) == MQ_OK) {
-            for (size_t i = 0; i < n; i++)
-                confirmed(w);
-            continue;
-        }
+        w->outbox.inflight = n;
+        int rc = mq_publish_batch(w->publisher, msgs, n, results);
         for (size_t i = 0; i < n; i++) {
-            if (results[i] != MQ_OK) {
+            if (rc != MQ_OK && results[i] != MQ_OK) {
+                w->outbox.inflight = 0;
                 retry_later(w, w->outbox.head, results[i]);
                 return;
             }
@@ -244,7 +244,31 @@ void reporter_flush(worker_t *w)
     }
 }
 
-void reporter_heartbeat(worker_t *w, const char *status)
+static void flush_fiber(void *arg)
+{
+    worker_t *w = arg;
+    do {
+        w->flush_again = false;
+        flush_due(w);
+    } while (w->flush_again && w->phase != PHASE_DONE);
+    w->flushing = false;
+    worker_kick_soon(w); /* a drain may be complete now, or more became due */
+}
+
+void reporter_flush(worker_t *w)
+{
+    if (!outbox_due(&w->outbox, now_mono_ms()))
+        return;
+    if (w->flushing) {
+        w->flush_again = true;
+        return;
+    }
+    w->flushing = true;
+    if (fiber_start(w->base, "flush", flush_fiber, w) != 0)
+        w->flushing = false; /* logged; the next kick or retry tries again */
+}
+
+static void send_heartbeat(worker_t *w, const char *status)
 {
     char message_id[40], key[160];
     size_t len = 0;
@@ -290,6 +314,32 @@ void reporter_heartbeat(worker_t *w, const char *status)
            "status", status, "reason", built ? mq_status_name(rc) : "out of memory", "error",
            mq_last_error(w->publisher), NULL);
     w->heartbeats_failing = true;
+}
+
+static void heartbeat_fiber(void *arg)
+{
+    worker_t *w = arg;
+    while (w->heartbeat_next) {
+        const char *status = w->heartbeat_next;
+        w->heartbeat_next = NULL;
+        send_heartbeat(w, status);
+    }
+    w->heartbeating = false;
+}
+
+void reporter_heartbeat(worker_t *w, const char *status)
+{
+    if (w->phase == PHASE_DONE)
+        return;
+    w->heartbeat_next = status; /* the newest status wins */
+    if (w->heartbeating)
+        return;
+    w->heartbeating = true;
+    if (fiber_start(w->base, "heartbeat", heartbeat_fiber, w) != 0) {
+        w->heartbeating = false;
+        w->heartbeat_next = NULL;
+        w->stats.heartbeats_failed++;
+    }
 }
 
 void reporter_give_up(worker_t *w)

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+#include "warren/fiber.h"
 #include "warren/log.h"
 #include "warren/notify.h"
 #include "warren/reload.h"
@@ -66,13 +67,37 @@ static void stats_log(worker_t *w, const char *msg)
            v[26], NULL);
 }
 
+/* The loop ends once the fibers in hand (a flush, a heartbeat: "offline" is the last) have
+ * ended, within publish_timeout_ms and a second; then their waits are cancelled. */
+static void finish_check(worker_t *w)
+{
+    if (fiber_count() == 0) {
+        event_base_loopbreak(w->base);
+        return;
+    }
+    if (now_mono_ms() >= w->finish_deadline_ms) {
+        fiber_cancel_all();
+        w->finish_deadline_ms = INT64_MAX;
+    }
+    (void)evloop_arm(&w->ev_finish, 10);
+}
+
+static void on_finish(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    finish_check(arg);
+}
+
 void worker_finish(worker_t *w, int exit_code)
 {
     if (w->phase == PHASE_DONE)
         return;
     w->exit_code = exit_code;
     w->phase = PHASE_DONE;
-    event_base_loopbreak(w->base);
+    w->finish_deadline_ms = now_mono_ms() + w->cfg->rabbitmq.publish_timeout_ms + 1000;
+    evtimer_assign(&w->ev_finish, w->base, on_finish, w);
+    finish_check(w);
 }
 
 /* Draining ends when nothing runs and everything is reported. */
@@ -169,11 +194,12 @@ static void exit_now(worker_t *w, const char *signal_name)
     w->stats.abandoned += running;
     log_kv(LOG_WARN, "exiting now: running handlers are killed", "worker", w->id, "signal",
            signal_name, "running", n, "unreported", outbox, NULL);
+    fiber_cancel_all(); /* publishes in hand end at once, unconfirmed */
     worker_finish(w, running > 0 || w->outbox.len > 0 ? EXIT_RUNTIME : EXIT_OK);
 }
 
-/* Nothing here blocks for long (confirm waits are bounded), so every signal comes through the
- * loop: a second one can still kill the handlers before the process leaves. */
+/* Nothing here blocks (confirm waits are fibers'), so every signal comes through the loop: a
+ * second one can still kill the handlers before the process leaves. */
 static void on_stop(void *arg, evloop_stop_t step, const char *signal_name)
 {
     worker_t *w = arg;
@@ -191,8 +217,10 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     w->loop_beat_ms = now_mono_ms();
     subscriber_pump(&w->dispatch);
     subscriber_pump(&w->control);
-    int rc = mq_pump(w->publisher);
-    (void)rc; /* heartbeats and late frames; a loss shows at the next publish */
+    if (!mq_held(w->publisher)) { /* not while a fiber publishes on it */
+        int rc = mq_pump(w->publisher);
+        (void)rc; /* heartbeats and late frames; a loss shows at the next publish */
+    }
 }
 
 static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
@@ -366,6 +394,7 @@ static void teardown(worker_t *w)
     execs_free(&w->execs);
     outbox_free(&w->outbox);
     health_stop(w);
+    fiber_cleanup();
     evloop_base_free(w->base);
 }
 

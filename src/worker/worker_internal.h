@@ -109,6 +109,14 @@ struct worker {
     struct event ev_retry; /* one-shot: next outbox try */
     struct event ev_kick;  /* worker_kick_soon: once per loop iteration */
     bool kicking, kick_again;
+    /* Publishing runs on fibers (warren/fiber.h), so a confirm wait never holds the loop: one
+     * flush of the outbox and one heartbeat at a time, each asked to go again when called
+     * meanwhile. */
+    bool flushing, flush_again;
+    bool heartbeating;
+    const char *heartbeat_next; /* the status of the heartbeat asked for meanwhile, NULL: none */
+    struct event ev_finish;     /* worker_finish waits for the fibers in hand */
+    int64_t finish_deadline_ms;
     /* timers and signals */
     struct event ev_pump, ev_heartbeat, ev_stats, ev_deadline, ev_watchdog;
     evloop_signals_t signals;
