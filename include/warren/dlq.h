@@ -27,7 +27,9 @@ bool dlq_word_known(const char *const *words, const char *w);
 json_object *dlq_filter(json_object *in, bool allow_ids, char *err, size_t errlen);
 
 /* Records matching filter $1 (jsonb) newest first, at most $2: "doc" (a JSON array), "last_id"
- * (the smallest id, the next page's cursor) and "n". */
+ * (the smallest id, the next page's cursor) and "n". This and q_dl_stats use their indexes only
+ * when planned for the filter's value (an unnamed statement, or plan_cache_mode
+ * force_custom_plan), and a search sorts its matches (enable_sort on): schema 027. */
 extern const char q_dl_list[];
 /* One record's full document "doc" (the item, the raw message, the snapshot); $1 id. */
 extern const char q_dl_show[];

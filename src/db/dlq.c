@@ -218,19 +218,51 @@ const char q_dl_list[] =
 
 const char q_dl_show[] = "SELECT warren_dl_doc(d)::text AS doc FROM dead_letters d WHERE d.id = $1";
 
+/* Stats of a filter on reason, queue and resolution alone (or none) add up the tallies of
+ * schema 027, whatever the number of records; the oldest pending record is the first entry of
+ * dead_letters_resolution_idx. Any other filter counts the matching records (m), through the
+ * indexes its members have. Planned for the filter's value (see warren/dlq.h), the CASE keeps
+ * one branch and warren_dl_match keeps the conditions the filter asks for. */
+#define DL_TALLY(col) \
+    "(SELECT coalesce(jsonb_object_agg(k, n), '{}') FROM (SELECT coalesce(" col ", 'none') AS k," \
+    " sum(n)::bigint AS n FROM t GROUP BY 1) g)"
 #define DL_GROUP(col) \
     "(SELECT coalesce(jsonb_object_agg(k, n), '{}') FROM (SELECT coalesce(" col ", 'none') AS k," \
     " count(*) AS n FROM m GROUP BY 1) g)"
+#define DL_FILTER_IS(key, col) \
+    "($1::jsonb ->> '" key "' IS NULL OR " col " = $1::jsonb ->> '" key "')"
 const char q_dl_stats[] =
-    "WITH m AS (SELECT * FROM dead_letters d WHERE warren_dl_match(d, $1::jsonb)) "
-    "SELECT jsonb_build_object('total', (SELECT count(*) FROM m),"
+    "SELECT (CASE WHEN ($1::jsonb - '{reason,queue,resolution}'::text[]) = '{}'::jsonb THEN ("
+    " WITH t AS (SELECT investigation_reason AS reason, queue, resolution, sum(n) AS n,"
+    "   sum(resolved_n) AS resolved_n, sum(resolved_s) AS resolved_s FROM dead_letter_tallies"
+    "   WHERE " DL_FILTER_IS("reason", "investigation_reason")
+    "   AND " DL_FILTER_IS("queue", "queue")
+    "   AND " DL_FILTER_IS("resolution", "resolution")
+    "   GROUP BY 1, 2, 3 HAVING sum(n) <> 0)"
+    " SELECT jsonb_build_object('total', (SELECT coalesce(sum(n), 0)::bigint FROM t),"
+    " 'by_reason', " DL_TALLY("reason") ","
+    " 'by_queue', " DL_TALLY("queue") ","
+    " 'by_resolution', " DL_TALLY("resolution") ","
+    " 'oldest_pending_age_s', (SELECT"
+    "   round(extract(epoch FROM now() - min(received_at))::numeric, 3)"
+    "   FROM dead_letters d WHERE d.resolution = 'pending' AND warren_dl_match(d, $1::jsonb)),"
+    " 'mean_time_to_resolve_s', (SELECT round(sum(resolved_s) / nullif(sum(resolved_n), 0), 3)"
+    "   FROM t))"
+    ") ELSE ("
+    " WITH m AS (SELECT d.investigation_reason, d.queue, d.resolution, d.received_at,"
+    "   d.resolved_at"
+    "   FROM dead_letters d WHERE warren_dl_match(d, $1::jsonb))"
+    " SELECT jsonb_build_object('total', (SELECT count(*) FROM m),"
     " 'by_reason', " DL_GROUP("investigation_reason") ","
     " 'by_queue', " DL_GROUP("queue") ","
     " 'by_resolution', " DL_GROUP("resolution") ","
-    " 'oldest_pending_age_s', (SELECT round(extract(epoch FROM now() - min(received_at))::numeric, 3)"
+    " 'oldest_pending_age_s', (SELECT"
+    "   round(extract(epoch FROM now() - min(received_at))::numeric, 3)"
     "   FROM m WHERE resolution = 'pending'),"
-    " 'mean_time_to_resolve_s', (SELECT round(avg(extract(epoch FROM resolved_at - received_at))::numeric, 3)"
-    "   FROM m WHERE resolved_at IS NOT NULL AND investigation_reason IS NOT NULL))::text AS doc";
+    " 'mean_time_to_resolve_s', (SELECT"
+    "   round(avg(extract(epoch FROM resolved_at - received_at))::numeric, 3)"
+    "   FROM m WHERE resolved_at IS NOT NULL AND investigation_reason IS NOT NULL)))"
+    " END)::text AS doc";
 
 const char q_dl_patch[] =
     "UPDATE dead_letters d SET"
