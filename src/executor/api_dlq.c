@@ -1,7 +1,7 @@
 /*
- * /api/v1/dead-letters (docs/dead-letters.md, docs/api.md): list, stats, show, PATCH, redrive
- * and purge. The filters, statements and the redrive are the CLI's (warren/dlq.h), so
- * `warren dlq --json` prints the same documents either way.
+ * /api/v1/dead-letters (docs/dead-letters.md, docs/api.md): list, stats, show, PATCH, redrive,
+ * purge and the bulk resolve. The filters, statements and the redrive are the CLI's
+ * (warren/dlq.h), so `warren dlq --json` prints the same documents either way.
  */
 #include <inttypes.h>
 #include <stdio.h>
