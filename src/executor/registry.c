@@ -307,8 +307,8 @@ static int refuse_older_processes(PGconn *db, consumer_batch_t *b, char *err, si
             continue;
         heartbeat_t *h = &hs[index[ord - 1]];
         inmsg_reject(&h->in, "superseded_incarnation",
-                     "a heartbeat of worker '%s' from process %s, which started before the "
-                     "registered process %s: an older process still running, or a forgery",
+                     "a heartbeat of worker '%s' from process '%s', which started before the "
+                     "registered process '%s': an older process still running, or a forgery",
                      h->worker_id, h->incarnation, PQgetvalue(res, r, 1));
     }
     PQclear(res);
@@ -339,14 +339,19 @@ static void registry_parse(void *item, const mq_delivery_t *d, const char *queue
 static void log_heartbeat(const void *item, const char *queue)
 {
     const heartbeat_t *h = item;
+    char occ[24];
+    if (h->in.reason[0] && h->in.occurrences == 0)
+        return; /* folded into an earlier message's record, whose line counts it */
+    inmsg_occurrences(&h->in, occ, sizeof occ);
     if (!strcmp(h->in.reason, "superseded_incarnation")) {
         log_kv(LOG_WARN, "heartbeat of a replaced worker process: recorded, not applied", "worker",
-               h->worker_id, "incarnation", h->incarnation, "error", h->in.error, NULL);
+               h->worker_id, "incarnation", h->incarnation, "error", h->in.error, "occurrences",
+               occ, NULL);
         return;
     }
     if (h->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable heartbeat stored as a dead letter", "reason", h->in.reason,
-               "error", h->in.error, "queue", queue, NULL);
+               "error", h->in.error, "queue", queue, "occurrences", occ, NULL);
         return;
     }
     if (h->registered)

@@ -684,7 +684,10 @@ static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 static void log_outcome(const void *item, const char *queue)
 {
     const result_msg_t *m = item;
-    char id[24], attempt[16];
+    char id[24], attempt[16], occ[24];
+    if (m->in.reason[0] && m->in.occurrences == 0)
+        return; /* folded into an earlier message's record, whose line counts it */
+    inmsg_occurrences(&m->in, occ, sizeof occ);
     snprintf(id, sizeof id, "%" PRId64, m->execution_id);
     snprintf(attempt, sizeof attempt, "%d", m->attempt);
     if (m->older_attempt) {
@@ -698,16 +701,16 @@ static void log_outcome(const void *item, const char *queue)
     } else if (m->foreign) {
         log_kv(LOG_WARN, "report of a dispatch the executor never sent: recorded", "execution_id",
                id, "attempt", attempt, "worker", m->worker, "reason", m->in.reason, "error",
-               m->in.error, NULL);
+               m->in.error, "occurrences", occ, NULL);
     } else if (m->unprocessable) {
         log_kv(LOG_WARN, "completion cannot be applied: execution failed", "execution_id", id,
                "attempt", attempt, "worker", m->worker, "error", m->in.error, NULL);
     } else if (!strcmp(m->in.reason, IDENT_REASON)) {
         log_kv(LOG_WARN, "report refused: not sent by the worker it speaks for", "execution_id", id,
-               "error", m->in.error, NULL);
+               "error", m->in.error, "occurrences", occ, NULL);
     } else if (m->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable result message stored as a dead letter", "reason",
-               m->in.reason, "error", m->in.error, "queue", queue, NULL);
+               m->in.reason, "error", m->in.error, "queue", queue, "occurrences", occ, NULL);
     } else if (m->applied) {
         log_kv(m->target == EXEC_RUNNING ? LOG_DEBUG : LOG_INFO, "execution status changed",
                "execution_id", id, "status", trans_status_name(m->target), "worker", m->worker,
