@@ -19,6 +19,7 @@
 #include "warren/envelope.h"
 #include "warren/jsonfield.h"
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "warren/timestamp.h"
 
 #define TTL_EXPIRED_ERROR "Worker queue TTL expired"
@@ -68,6 +69,10 @@ static void classify(dlq_item_t *it, const mq_delivery_t *d)
     it->in.execution_id = it->disp.execution_id;
     if (ident_check_executor(d, err, sizeof err) != 0) { /* recorded; fails nothing */
         inmsg_reject(&it->in, IDENT_REASON, "%s", err);
+        return;
+    }
+    if (sign_check(d, err, sizeof err) != 0) { /* not the executor's dispatch: fails nothing */
+        inmsg_reject(&it->in, SIGN_REASON, "%s", err);
         return;
     }
     it->needs_row = true;

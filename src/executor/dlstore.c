@@ -209,7 +209,7 @@ bool dlrec_folds(const char *reason)
      * bounds such a flood, and each record keeps where that body came from. */
     static const char *const folding[] = {
         "parse_error",    "unknown_type",           "missing_execution_id", "execution_missing",
-        "not_dispatched", "superseded_incarnation", "forged_identity"};
+        "not_dispatched", "superseded_incarnation", "forged_identity",      "bad_signature"};
     for (size_t i = 0; reason && i < sizeof folding / sizeof folding[0]; i++)
         if (!strcmp(reason, folding[i]))
             return true;
@@ -271,7 +271,7 @@ static void plan_free(fold_plan_t *p)
 
 /*
  * Fill the plan for n records, each key computed once. A batch has a handful of fold keys (one
- * queue, seven reasons, the few ways each can go wrong), so the search over the leaders found
+ * queue, eight reasons, the few ways each can go wrong), so the search over the leaders found
  * so far stays short. -1: out of memory.
  */
 static int plan_folds(fold_plan_t *p, const dl_record_t *recs, size_t n, int64_t *occ)

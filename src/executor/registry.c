@@ -16,6 +16,7 @@
 #include "warren/ids.h"
 #include "warren/jsonfield.h"
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "warren/timestamp.h"
 
 #define MAX_CAPABILITIES 1024
@@ -333,7 +334,13 @@ static int registry_work(PGconn *db, consumer_batch_t *b, char *err, size_t errl
 static void registry_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
     (void)queue;
-    (void)parse_heartbeat(item, d);
+    heartbeat_t *h = item;
+    char err[ERRBUF_SIZE];
+    (void)parse_heartbeat(h, d);
+    if (sign_check(d, err, sizeof err) != 0) { /* recorded; the workers row is untouched */
+        h->in.d = d;
+        inmsg_reject(&h->in, SIGN_REASON, "%s", err);
+    }
 }
 
 static void log_heartbeat(const void *item, const char *queue)
@@ -343,6 +350,11 @@ static void log_heartbeat(const void *item, const char *queue)
     if (h->in.reason[0] && h->in.occurrences == 0)
         return; /* folded into an earlier message's record, whose line counts it */
     inmsg_occurrences(&h->in, occ, sizeof occ);
+    if (!strcmp(h->in.reason, SIGN_REASON)) {
+        log_kv(LOG_WARN, "heartbeat refused: its signature does not verify", "worker", h->worker_id,
+               "error", h->in.error, "occurrences", occ, NULL);
+        return;
+    }
     if (!strcmp(h->in.reason, "superseded_incarnation")) {
         log_kv(LOG_WARN, "heartbeat of a replaced worker process: recorded, not applied", "worker",
                h->worker_id, "incarnation", h->incarnation, "error", h->in.error, "occurrences",

@@ -22,6 +22,7 @@
 #include "warren/ids.h"
 #include "warren/jsonfield.h"
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "warren/timestamp.h"
 #include "warren/utf8.h"
 
@@ -676,7 +677,13 @@ static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
     (void)queue;
     result_msg_t *m = item;
+    char err[ERRBUF_SIZE];
     int rc = parse_result(m, d);
+    if (sign_check(d, err, sizeof err) != 0) { /* recorded with what it names; fails nothing */
+        m->in.d = d;
+        inmsg_reject(&m->in, SIGN_REASON, "%s", err);
+        return;
+    }
     if (check_sender(m, d) == 0 && rc != 0 && m->completion && m->attempt >= 1)
         mark_unprocessable(m);
 }
@@ -705,6 +712,9 @@ static void log_outcome(const void *item, const char *queue)
     } else if (m->unprocessable) {
         log_kv(LOG_WARN, "completion cannot be applied: execution failed", "execution_id", id,
                "attempt", attempt, "worker", m->worker, "error", m->in.error, NULL);
+    } else if (!strcmp(m->in.reason, SIGN_REASON)) {
+        log_kv(LOG_WARN, "report refused: its signature does not verify", "execution_id", id,
+               "error", m->in.error, "queue", queue, "occurrences", occ, NULL);
     } else if (!strcmp(m->in.reason, IDENT_REASON)) {
         log_kv(LOG_WARN, "report refused: not sent by the worker it speaks for", "execution_id", id,
                "error", m->in.error, "occurrences", occ, NULL);

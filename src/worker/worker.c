@@ -9,6 +9,7 @@
 #include "warren/log.h"
 #include "warren/notify.h"
 #include "warren/reload.h"
+#include "warren/signing.h"
 #include "warren/utf8.h"
 #include "warren/timestamp.h"
 #include "worker/worker_internal.h"
@@ -439,9 +440,17 @@ static int run(const worker_opts_t *opts, warren_config_t *cfg)
 int worker_run(warren_config_t *cfg, const char *id)
 {
     worker_opts_t o;
+    char err[ERRBUF_SIZE];
     opts_from(&o, cfg, id);
+    if (sign_setup(cfg->message_queue.signing_key_file, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "worker cannot start", "worker", id, "error", err, NULL);
+        return EXIT_RUNTIME;
+    }
+    if (sign_active())
+        log_kv(LOG_INFO, "messages signed and checked", "key_id", sign_key_id(sign_active()), NULL);
     notify_init();
     int rc = run(&o, cfg);
     notify_close();
+    sign_teardown();
     return rc;
 }
