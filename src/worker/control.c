@@ -113,6 +113,7 @@ static void control_delivery(worker_t *w, mq_delivery_t *d)
     cancel_request_t c;
     char why[ERRBUF_SIZE];
     if (sign_check(d, why, sizeof why) != 0) { /* never obeyed: not the executor's */
+        w->stats.bad_signatures++;
         reject(w, d, why);
         mq_free_delivery(w->control_client, d);
         return;

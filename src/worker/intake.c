@@ -154,6 +154,7 @@ void intake_delivery(worker_t *w, mq_delivery_t *d)
         return;
     }
     if (sign_check(d, why, sizeof why) != 0) { /* never run: the executor did not send it */
+        w->stats.bad_signatures++;
         reject(w, d, why);
         mq_free_delivery(w->consumer, d);
         return;

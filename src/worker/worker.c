@@ -53,6 +53,7 @@ static void stats_log(worker_t *w, const char *msg)
         s->cancels_ignored,
         s->control_rejected,
         s->control_resubscribes,
+        s->bad_signatures,
     };
     char v[sizeof n / sizeof n[0]][24];
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
@@ -64,7 +65,7 @@ static void stats_log(worker_t *w, const char *msg)
            "reports_lost", v[16], "heartbeats_failed", v[17], "resubscribes", v[18], "abandoned",
            v[19], "orphans_reaped", v[20], "stuck_handlers", v[21], "cancelled", v[22], "cancels",
            v[23], "cancels_ignored", v[24], "control_rejected", v[25], "control_resubscribes",
-           v[26], NULL);
+           v[26], "bad_signatures", v[27], NULL);
 }
 
 void worker_finish(worker_t *w, int exit_code)

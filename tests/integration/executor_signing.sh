@@ -2,7 +2,8 @@
 # Signed messages (message_queue.signing_key_file): with keys set, an execution runs as always
 # (the executor signs its dispatch, the worker its reports and heartbeats); an unsigned dispatch
 # published straight into a worker's queue is refused, never run, and recorded (bad_signature);
-# an unsigned heartbeat makes no worker and an unsigned result changes nothing, both recorded;
+# (counted by the worker: warren_worker_bad_signatures_total); an unsigned heartbeat makes no
+# worker and an unsigned result changes nothing, both recorded;
 # and with two keys at once (a rotation) a worker signing with the new key and an executor
 # signing with the old one still understand each other.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -24,7 +25,8 @@ keys "$TEST_TMP/worker.keys" "k1 $OLD"
 export WARREN__MESSAGE_QUEUE__SIGNING_KEY_FILE=$TEST_TMP/executor.keys
 exec_start ex
 wait_log ex '"msg":"messages signed and checked".*"key_id":"k1"' 5
-WARREN__MESSAGE_QUEUE__SIGNING_KEY_FILE=$TEST_TMP/worker.keys start_live_worker w sig
+WARREN__WORKER__HTTP_LISTEN=127.0.0.1:0 WARREN__MESSAGE_QUEUE__SIGNING_KEY_FILE=$TEST_TMP/worker.keys \
+    start_live_worker w sig
 
 log "a signed execution runs as always"
 id=$(new_execution core.echo "$w" '{"n": 1}')
@@ -48,6 +50,8 @@ assert_contains "$(psql_q "select error from dead_letters where execution_id = $
 wait_log worker '"msg":"dispatch rejected; dead-lettered".*unsigned' 5
 assert_not_contains "$(grep -F "\"execution_id\":\"$ghost\"" "$(bg_log worker)" || true)" '"msg":"execution started"' \
     "the worker never started it"
+
+wait_until 5 "curl -sS http://127.0.0.1:$(http_port worker health)/metrics | grep -qx 'warren_worker_bad_signatures_total 1'"
 
 log "an unsigned heartbeat makes no worker; an unsigned result changes nothing"
 ghost_worker=$(unique_name ghost)
