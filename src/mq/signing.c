@@ -162,7 +162,7 @@ sign_keys_t *sign_load(const char *path, char *err, size_t errlen)
 static int mac_hex(const sign_keys_t *k, size_t i, const char *type, const char *message_id,
                    const void *body, size_t len, char out[SIGN_HEX_LEN + 1])
 {
-    char head[512];
+    char head[1024]; /* type and message id are AMQP short strings: 255 bytes each at most */
     int hn = snprintf(head, sizeof head, "%s\n%s\n%s\n%s\n", SIGN_SCHEME, k->key[i].id,
                       type ? type : "", message_id ? message_id : "");
     if (hn < 0 || (size_t)hn >= sizeof head)
