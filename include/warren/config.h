@@ -54,6 +54,7 @@ typedef struct warren_config {
     } rabbitmq; /* key prefix: message_queue.rabbitmq */
     struct {
         int max_body_bytes; /* a consumed body over this is recorded by its prefix, never held */
+        char *signing_key_file; /* "": messages are neither signed nor checked */
     } message_queue;
     struct {
         struct {

@@ -43,6 +43,15 @@ extern const char q_dl_patch[];
  * "deleted". Pending and investigating records are never deleted. */
 extern const char q_dl_purge[];
 
+/* Close the open records (pending, investigating) matching $1 if they are exactly $2 (NULL:
+ * count only): resolution $3 (a closed one), resolved_by $4, $5 appended to their notes.
+ * "matched", "resolved". */
+extern const char q_dl_resolve[];
+/* The resolutions a bulk resolve may set: the closed ones. */
+bool dlq_resolution_closed(const char *resolution);
+/* The note a bulk resolve appends ($5 of q_dl_resolve): who did it, and their notes (or NULL). */
+void dlq_resolve_note(char *buf, size_t len, const char *by, const char *notes);
+
 /* A PATCH body checked: resolution (a known word), notes (text or null), metadata (an object);
  * at least one of them. 0, or -1 with err. */
 int dlq_patch_check(json_object *in, char *err, size_t errlen);

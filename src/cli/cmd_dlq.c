@@ -27,6 +27,7 @@ typedef struct dlq_opts {
     const char *filter[8]; /* in filter_names order */
     const char *limit, *cursor, *resolution, *notes, *worker, *expected, *rate;
     bool json, unpin, dry_run;
+    bool bulk; /* resolve --filter: the open records FILTER matches, not one ID */
 } dlq_opts_t;
 
 /* Options and the filter members (warren/dlq.h) they set, in dlq_opts_t.filter order. */
@@ -49,6 +50,10 @@ static void dlq_usage(FILE *out)
         "  resolve ID --resolution R [--notes TEXT]\n"
         "                        set the resolution: pending, investigating, manually_resolved,\n"
         "                        permanent_failure, cancelled\n"
+        "  resolve --filter [FILTER] --resolution R [--notes TEXT]\n"
+        "          --expected-count N | --dry-run\n"
+        "                        close the open records matching FILTER (R: manually_resolved,\n"
+        "                        permanent_failure or cancelled), if they are N\n"
         "  redrive ID [--worker W | --unpin]\n"
         "                        a new attempt of the record's execution through the scheduler\n"
         "                        (at most once per record; not counted against retries)\n"
@@ -125,16 +130,24 @@ static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
         {"unpin", 0, .flag = &o->unpin},
         {"expected-count", 0, .value = &o->expected},
         {"dry-run", 0, .flag = &o->dry_run},
+        {"filter", 0, .flag = &o->bulk},
         {"rate", 0, .value = &o->rate},
         {"json", 'j', .flag = &o->json},
     };
-    bool needs_id = !strcmp(o->sub, "show") || !strcmp(o->sub, "resolve") ||
+    /* resolve --filter takes no ID: the parse is told so before it sees the operand. */
+    for (int i = 2; i < argc && !strcmp(o->sub, "resolve"); i++)
+        o->bulk |= !strcmp(argv[i], "--filter");
+    bool needs_id = !strcmp(o->sub, "show") || (!strcmp(o->sub, "resolve") && !o->bulk) ||
                     !strcmp(o->sub, "redrive") || is_task(o);
     const cli_spec_t spec = {"dlq", dlq_usage_line, options, CLI_COUNT(options),
                              needs_id ? "ID" : NULL};
     int rc = cli_parse(&spec, argc - 1, argv + 1, &o->config, &o->id);
     if (rc != 0)
         return rc;
+    if (o->bulk && strcmp(o->sub, "resolve"))
+        return usage_error("--filter belongs to resolve (the other commands take FILTER as it "
+                           "is)"),
+               -1;
     int64_t n;
     if (needs_id && (!o->id || cli_parse_int64(o->id, 1, INT64_MAX, &n) != 0))
         return usage_error("ID must be a %s id (a positive whole number), not '%s'",
@@ -151,15 +164,20 @@ static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
             return usage_error("resolve needs --resolution: pending, investigating, "
                                "manually_resolved, permanent_failure or cancelled"),
                    -1;
+        if (o->bulk && !dlq_resolution_closed(o->resolution))
+            return usage_error("resolve --filter closes records: --resolution "
+                               "manually_resolved, permanent_failure or cancelled"),
+                   -1;
     }
     if (cli_parse_int64(o->limit, 1, 1000, &n) != 0)
         return usage_error("--limit wants a whole number 1-1000, not '%s'", o->limit), -1;
     if (o->worker && o->unpin)
         return usage_error("give --worker or --unpin, not both"), -1;
-    if (!strcmp(o->sub, "purge") && !o->dry_run &&
+    if ((!strcmp(o->sub, "purge") || o->bulk) && !o->dry_run &&
         (!o->expected || cli_parse_int64(o->expected, 0, INT64_MAX, &n) != 0))
-        return usage_error("purge needs --expected-count N (the number of records to delete) "
-                           "or --dry-run"),
+        return usage_error("%s needs --expected-count N (the number of records to %s) or "
+                           "--dry-run",
+                           o->bulk ? "resolve --filter" : "purge", o->bulk ? "close" : "delete"),
                -1;
     json_object *f = opts_filter(o);
     if (!f)
@@ -248,6 +266,9 @@ static int print_doc(const dlq_opts_t *o, const char *text)
                str(doc, "mean_time_to_resolve_s") ? str(doc, "mean_time_to_resolve_s") : "-");
     } else if (!strcmp(o->sub, "purge")) {
         printf("%s closed record(s) match; %s deleted\n", str(doc, "matched"), str(doc, "deleted"));
+    } else if (o->bulk) {
+        printf("%s open record(s) match; %s resolved as %s\n", str(doc, "matched"),
+               str(doc, "resolved"), str(doc, "resolution"));
     } else if (!strcmp(o->sub, "redrive")) {
         printf("dead letter %s redriven: execution %s, attempt %s\n", str(doc, "id"),
                str(doc, "execution_id"), str(doc, "redrive_attempt"));
@@ -311,11 +332,15 @@ static int run_api(const dlq_opts_t *o)
         snprintf(path, sizeof path, "/api/v1/redrive-tasks/%s%s", o->id,
                  !strcmp(o->sub, "cancel-task") ? "/cancel" : "");
         method = !strcmp(o->sub, "cancel-task") ? "POST" : "GET";
-    } else if (!strcmp(o->sub, "purge")) {
-        snprintf(path, sizeof path, "/api/v1/dead-letters/purge");
+    } else if (!strcmp(o->sub, "purge") || o->bulk) {
+        snprintf(path, sizeof path, "/api/v1/dead-letters/%s", o->bulk ? "resolve" : "purge");
         method = "POST";
         body = json_object_new_object();
         json_object_object_add(body, "filter", opts_filter(o));
+        if (o->bulk)
+            json_object_object_add(body, "resolution", json_object_new_string(o->resolution));
+        if (o->bulk && o->notes)
+            json_object_object_add(body, "notes", json_object_new_string(o->notes));
         if (o->dry_run)
             json_object_object_add(body, "dry_run", json_object_new_boolean(true));
         else
@@ -428,6 +453,34 @@ static int db_purge(PGconn *db, const dlq_opts_t *o, json_object *filter)
     return rc;
 }
 
+/* resolve --filter: the API's statement, resolved_by the operator. */
+static int db_resolve(PGconn *db, const dlq_opts_t *o, json_object *filter, const char *who)
+{
+    char note[10300];
+    dlq_resolve_note(note, sizeof note, who, o->notes);
+    const char *p[] = {json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN),
+                       o->dry_run ? NULL : o->expected, o->resolution, who, note};
+    PGresult *res = cli_db_query(db, "dlq", q_dl_resolve, 5, p);
+    if (!res)
+        return EXIT_RUNTIME;
+    int rc = EXIT_RUNTIME;
+    const char *matched = PQgetvalue(res, 0, 0), *resolved = PQgetvalue(res, 0, 1);
+    if (!o->dry_run && strcmp(matched, o->expected)) {
+        fprintf(stderr,
+                "warren dlq: --expected-count is %s but %s open records match: nothing "
+                "resolved\n",
+                o->expected, matched);
+    } else {
+        char doc[200];
+        snprintf(doc, sizeof doc,
+                 "{\"matched\":%s,\"resolved\":%s,\"resolution\":\"%s\",\"dry_run\":%s}", matched,
+                 resolved, o->resolution, o->dry_run ? "true" : "false");
+        rc = print_doc(o, doc);
+    }
+    PQclear(res);
+    return rc;
+}
+
 static int db_redrive(PGconn *db, const dlq_opts_t *o, const char *who)
 {
     char err[ERRBUF_SIZE], why[300];
@@ -512,6 +565,8 @@ static int dlq_run(PGconn *db, const warren_config_t *cfg, const void *opts)
         rc = db_task(db, cfg, o, filter, who);
     } else if (!strcmp(o->sub, "purge")) {
         rc = db_purge(db, o, filter);
+    } else if (o->bulk) {
+        rc = db_resolve(db, o, filter, who);
     } else if (!strcmp(o->sub, "redrive")) {
         rc = db_redrive(db, o, who);
     } else if (!strcmp(o->sub, "stats")) {

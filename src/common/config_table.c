@@ -105,6 +105,14 @@ const cfg_key_t cfg_table[] = {
         "worker rejects it to the dead-letter exchange. The default is the envelope limit, the "
         "largest body warren ever publishes (results are cut to it); below it, big parameters or "
         "results turn into dead letters. Keep the broker's max_message_size above it"),
+    STR("message_queue.signing_key_file", message_queue.signing_key_file, "",
+        "File of message signing keys, one per line \"KEY_ID SECRET\" (a secret of at least 32 "
+        "bytes; # comments); refused when group- or world-readable. The first key signs every "
+        "message the daemon publishes (HMAC-SHA256 over type, id and body; headers "
+        "warren-key-id, warren-signature), every key verifies, so a rotation adds the new key "
+        "everywhere first. Set, a worker refuses dispatches and cancels, and the executor "
+        "reports, heartbeats and dead letters, that do not verify. \"\": nothing is signed or "
+        "checked (docs/security.md)"),
 
     R_INT("circuit_breaker.messaging.failure_threshold",
           circuit_breaker.messaging.failure_threshold, "5", 1, 1000,

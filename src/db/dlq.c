@@ -167,6 +167,17 @@ json_object *dlq_filter(json_object *in, bool allow_ids, char *err, size_t errle
     return out;
 }
 
+bool dlq_resolution_closed(const char *resolution)
+{
+    return dlq_word_known(dlq_resolutions, resolution) && strcmp(resolution, "pending") &&
+           strcmp(resolution, "investigating");
+}
+
+void dlq_resolve_note(char *buf, size_t len, const char *by, const char *notes)
+{
+    snprintf(buf, len, "resolved in bulk by %s%s%s", by, notes ? ": " : "", notes ? notes : "");
+}
+
 int dlq_patch_check(json_object *in, char *err, size_t errlen)
 {
     if (!json_object_is_type(in, json_type_object)) {
@@ -283,6 +294,15 @@ const char q_dl_purge[] =
     " del AS (DELETE FROM dead_letters d USING m, c WHERE d.id = m.id"
     "   AND c.n = $2::bigint RETURNING d.id) "
     "SELECT (SELECT n FROM c) AS matched, (SELECT count(*) FROM del) AS deleted";
+
+const char q_dl_resolve[] =
+    "WITH m AS (SELECT d.id FROM dead_letters d WHERE warren_dl_match(d, $1::jsonb)"
+    "   AND d.resolution IN ('pending', 'investigating') ORDER BY d.id FOR UPDATE),"
+    " c AS (SELECT count(*) AS n FROM m),"
+    " upd AS (UPDATE dead_letters d SET resolution = $3::text, resolved_by = $4::text,"
+    "   notes = concat_ws(E'\\n', d.notes, $5::text)"
+    "   FROM m, c WHERE d.id = m.id AND c.n = $2::bigint RETURNING d.id) "
+    "SELECT (SELECT n FROM c) AS matched, (SELECT count(*) FROM upd) AS resolved";
 
 static const char lock_record_sql[] =
     "SELECT d.execution_id, d.resolution, d.redriven_at IS NOT NULL, d.redrive_attempt,"

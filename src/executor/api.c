@@ -429,6 +429,7 @@ static int add_routes(executor_t *x)
            http_route(s, W | HTTP_GET, "/api/v1/dead-letters", api_dl_list, x) ||
            http_route(s, W | HTTP_GET, "/api/v1/dead-letters/stats", api_dl_stats, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/dead-letters/purge", api_dl_purge, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/dead-letters/resolve", api_dl_resolve, x) ||
            http_route(s, W | HTTP_GET | HTTP_PATCH, "/api/v1/dead-letters/{}", api_dl_one, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/dead-letters/{}/redrive", api_dl_redrive, x) ||
            http_route(s, W | HTTP_GET, "/api/v1/staleness", api_staleness, x) ||

@@ -86,5 +86,6 @@ void api_dl_stats(http_req_t *r, void *arg);
 void api_dl_one(http_req_t *r, void *arg);
 void api_dl_redrive(http_req_t *r, void *arg);
 void api_dl_purge(http_req_t *r, void *arg);
+void api_dl_resolve(http_req_t *r, void *arg);
 
 #endif

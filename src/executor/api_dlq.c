@@ -1,7 +1,7 @@
 /*
- * /api/v1/dead-letters (docs/dead-letters.md, docs/api.md): list, stats, show, PATCH, redrive
- * and purge. The filters, statements and the redrive are the CLI's (warren/dlq.h), so
- * `warren dlq --json` prints the same documents either way.
+ * /api/v1/dead-letters (docs/dead-letters.md, docs/api.md): list, stats, show, PATCH, redrive,
+ * purge and the bulk resolve. The filters, statements and the redrive are the CLI's
+ * (warren/dlq.h), so `warren dlq --json` prints the same documents either way.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -265,6 +265,57 @@ void api_dl_redrive(http_req_t *r, void *arg)
     json_object_put(in);
 }
 
+/* What purge and resolve take: {"filter": {...}, "expected_count": N} or {"filter": {...},
+ * "dry_run": true}, and the members in `extra`. */
+typedef struct bulk_body {
+    json_object *in;     /* the body (owned) */
+    json_object *filter; /* dlq_filter's, ids allowed (owned) */
+    int64_t expected;    /* -1 on a dry run */
+    bool dry_run;
+    char count[24]; /* expected as text */
+} bulk_body_t;
+
+static void bulk_free(bulk_body_t *b)
+{
+    json_object_put(b->filter);
+    json_object_put(b->in);
+}
+
+/* The body's filter and count, members known[] allowed; the filter's resolution must be open
+ * (open_only) or closed (!open_only), as `what` acts only on those. 0, or -1 with err (400). */
+static int bulk_parse(bulk_body_t *b, const char *const *known, bool open_only, const char *what,
+                      char *err, size_t errlen)
+{
+    jf_t f = {b->in, NULL, err, errlen};
+    json_object *fin = NULL, *dry = NULL;
+    int has_expected = 0, has_dry = 0;
+    b->expected = -1;
+    if (api_fields(b->in, known, err, errlen) != 0 || jf_object(&f, "filter", false, &fin) < 0 ||
+        (has_expected = jf_int(&f, "expected_count", false, 0, INT64_MAX, &b->expected)) < 0 ||
+        (has_dry = jf_value(&f, "dry_run", false, &dry)) < 0)
+        return -1;
+    b->dry_run = has_dry && json_object_get_boolean(dry);
+    if (has_dry && !json_object_is_type(dry, json_type_boolean))
+        return snprintf(err, errlen, "dry_run: true or false"), -1;
+    if (!has_expected && !b->dry_run)
+        return snprintf(err, errlen,
+                        "give expected_count (the number of records to %s) or dry_run: true",
+                        open_only ? "resolve" : "delete"),
+               -1;
+    if (!(b->filter = dlq_filter(fin, true, err, errlen)))
+        return -1;
+    snprintf(b->count, sizeof b->count, "%" PRId64, b->expected);
+    json_object *v;
+    const char *res = json_object_object_get_ex(b->filter, "resolution", &v)
+                          ? json_object_get_string(v)
+                          : NULL;
+    if (res && open_only == dlq_resolution_closed(res))
+        return snprintf(err, errlen, "%s %s records only, never %s ones", what,
+                        open_only ? "closes open" : "deletes closed", res),
+               -1;
+    return 0;
+}
+
 /* {"filter": {...}, "expected_count": N} or {"filter": {...}, "dry_run": true}. */
 void api_dl_purge(http_req_t *r, void *arg)
 {
@@ -272,55 +323,27 @@ void api_dl_purge(http_req_t *r, void *arg)
     char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE] = "";
     if (!api_authorize(x, r, true, who, sizeof who))
         return;
-    json_object *in = api_body_json(r);
-    if (!in)
+    bulk_body_t b = {.in = api_body_json(r)};
+    if (!b.in)
         return;
-    jf_t f = {in, NULL, err, sizeof err};
     static const char *const known[] = {"filter", "expected_count", "dry_run", NULL};
-    json_object *fin = NULL, *filter = NULL, *dry = NULL;
-    int64_t expected = -1;
-    int has_expected = 0, has_dry = 0;
-    bool ok = api_fields(in, known, err, sizeof err) == 0;
-    if (ok && (jf_object(&f, "filter", false, &fin) < 0 ||
-               (has_expected = jf_int(&f, "expected_count", false, 0, INT64_MAX, &expected)) < 0 ||
-               (has_dry = jf_value(&f, "dry_run", false, &dry)) < 0))
-        ok = false;
-    bool dry_run = ok && has_dry && json_object_get_boolean(dry);
-    if (ok && has_dry && !json_object_is_type(dry, json_type_boolean))
-        ok = !snprintf(err, sizeof err, "dry_run: true or false");
-    else if (ok && !has_expected && !dry_run)
-        ok = !snprintf(err, sizeof err,
-                       "give expected_count (the number of records to delete) or dry_run: true");
-    if (ok && !(filter = dlq_filter(fin, true, err, sizeof err)))
-        ok = false;
-    const char *res_word = NULL;
-    if (ok && filter) {
-        json_object *v;
-        if (json_object_object_get_ex(filter, "resolution", &v))
-            res_word = json_object_get_string(v);
-        if (res_word && (!strcmp(res_word, "pending") || !strcmp(res_word, "investigating")))
-            ok = !snprintf(err, sizeof err, "purge deletes closed records only, never %s ones",
-                           res_word);
-    }
-    if (!ok) {
+    if (bulk_parse(&b, known, false, "purge", err, sizeof err) != 0) {
         http_error(r, 400, "bad_request", "%s", err);
     } else {
-        char count[24];
-        snprintf(count, sizeof count, "%" PRId64, expected);
-        const char *p[] = {json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN),
-                           dry_run ? NULL : count};
+        const char *p[] = {json_object_to_json_string_ext(b.filter, JSON_C_TO_STRING_PLAIN),
+                           b.dry_run ? NULL : b.count};
         PGresult *res = NULL;
         if (api_query(x, r, "purging dead letters", q_dl_purge, 2, p, &res)) {
             const char *matched = PQgetvalue(res, 0, 0), *deleted = PQgetvalue(res, 0, 1);
             char body[160];
             snprintf(body, sizeof body, "{\"matched\":%s,\"deleted\":%s,\"dry_run\":%s}", matched,
-                     deleted, dry_run ? "true" : "false");
-            if (!dry_run && strcmp(matched, count)) {
+                     deleted, b.dry_run ? "true" : "false");
+            if (!b.dry_run && strcmp(matched, b.count)) {
                 http_error(r, 409, "conflict",
                            "expected_count is %s but %s closed records match: nothing deleted",
-                           count, matched);
+                           b.count, matched);
             } else {
-                if (!dry_run)
+                if (!b.dry_run)
                     log_kv(LOG_INFO, "dead letters purged", "deleted", deleted, "by", who, "filter",
                            p[0], NULL);
                 http_reply_json(r, 200, body);
@@ -328,6 +351,69 @@ void api_dl_purge(http_req_t *r, void *arg)
         }
         PQclear(res);
     }
-    json_object_put(filter);
-    json_object_put(in);
+    bulk_free(&b);
+}
+
+/* The resolution and notes of a bulk resolve; the note recorded names who did it. 0, or -1
+ * with err. */
+static int resolve_fields(json_object *in, const char *who, const char **resolution, char *note,
+                          size_t notelen, char *err, size_t errlen)
+{
+    jf_t f = {in, NULL, err, errlen};
+    const char *notes = NULL;
+    if (jf_string(&f, "resolution", true, 64, resolution) < 0 ||
+        jf_string(&f, "notes", false, 10000, &notes) < 0)
+        return -1;
+    if (!dlq_resolution_closed(*resolution))
+        return snprintf(err, errlen,
+                        "resolution: manually_resolved, permanent_failure or cancelled (a bulk "
+                        "resolve closes records), not '%.*s'",
+                        utf8_prec(*resolution, 64), *resolution),
+               -1;
+    dlq_resolve_note(note, notelen, who, notes);
+    return 0;
+}
+
+/* {"filter": {...}, "resolution": R, "notes": TEXT, "expected_count": N | "dry_run": true}:
+ * close the open records the filter matches, if they are exactly N. */
+void api_dl_resolve(http_req_t *r, void *arg)
+{
+    executor_t *x = arg;
+    char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE] = "", note[10200];
+    if (!api_authorize(x, r, true, who, sizeof who))
+        return;
+    bulk_body_t b = {.in = api_body_json(r)};
+    if (!b.in)
+        return;
+    static const char *const known[] = {"filter",     "expected_count", "dry_run",
+                                        "resolution", "notes",          NULL};
+    const char *resolution = NULL;
+    if (bulk_parse(&b, known, true, "resolve", err, sizeof err) != 0 ||
+        resolve_fields(b.in, who, &resolution, note, sizeof note, err, sizeof err) != 0) {
+        http_error(r, 400, "bad_request", "%s", err);
+        bulk_free(&b);
+        return;
+    }
+    const char *p[] = {json_object_to_json_string_ext(b.filter, JSON_C_TO_STRING_PLAIN),
+                       b.dry_run ? NULL : b.count, resolution, who, note};
+    PGresult *res = NULL;
+    if (api_query(x, r, "resolving dead letters", q_dl_resolve, 5, p, &res)) {
+        const char *matched = PQgetvalue(res, 0, 0), *resolved = PQgetvalue(res, 0, 1);
+        char body[200];
+        snprintf(body, sizeof body,
+                 "{\"matched\":%s,\"resolved\":%s,\"resolution\":\"%s\",\"dry_run\":%s}", matched,
+                 resolved, resolution, b.dry_run ? "true" : "false");
+        if (!b.dry_run && strcmp(matched, b.count)) {
+            http_error(r, 409, "conflict",
+                       "expected_count is %s but %s open records match: nothing resolved", b.count,
+                       matched);
+        } else {
+            if (!b.dry_run)
+                log_kv(LOG_INFO, "dead letters resolved in bulk", "resolved", resolved,
+                       "resolution", resolution, "by", who, "filter", p[0], NULL);
+            http_reply_json(r, 200, body);
+        }
+    }
+    PQclear(res);
+    bulk_free(&b);
 }

@@ -19,6 +19,7 @@
 #include "warren/envelope.h"
 #include "warren/jsonfield.h"
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "warren/timestamp.h"
 
 #define TTL_EXPIRED_ERROR "Worker queue TTL expired"
@@ -68,6 +69,10 @@ static void classify(dlq_item_t *it, const mq_delivery_t *d)
     it->in.execution_id = it->disp.execution_id;
     if (ident_check_executor(d, err, sizeof err) != 0) { /* recorded; fails nothing */
         inmsg_reject(&it->in, IDENT_REASON, "%s", err);
+        return;
+    }
+    if (sign_check(d, err, sizeof err) != 0) { /* not the executor's dispatch: fails nothing */
+        inmsg_reject(&it->in, SIGN_REASON, "%s", err);
         return;
     }
     it->needs_row = true;
@@ -341,8 +346,14 @@ static int dlq_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
         rc = fail_executions(db, items, b->n, &b->counts, err, errlen);
         if (rc == 0)
             rc = end_attempts(db, items, b->n, &b->counts, err, errlen);
+        int64_t *occ = rc == 0 ? calloc(b->n + 1, sizeof *occ) : NULL;
+        if (rc == 0 && !occ)
+            rc = (snprintf(err, errlen, "out of memory"), -1);
         if (rc == 0)
-            rc = dlstore_insert(db, recs, b->n, &b->counts, err, errlen);
+            rc = dlstore_insert_folding(db, recs, b->n, occ, &b->counts, err, errlen);
+        for (size_t i = 0; rc == 0 && i < b->n; i++)
+            items[i].in.occurrences = occ[i];
+        free(occ);
         /* How long dead letters wait before they are recorded (the stats line shows it). */
         for (size_t i = 0; rc == 0 && i < b->n; i++) {
             int64_t age = dlq_age_s(items[i].in.d, now_wall_ms() / 1000);
@@ -399,7 +410,7 @@ static void log_item(const void *item, const char *queue)
 {
     (void)queue;
     const dlq_item_t *it = item;
-    char id[24] = "";
+    char id[24] = "", occ[24];
     if (it->needs_row)
         snprintf(id, sizeof id, "%" PRId64, it->disp.execution_id);
     if (it->parked) {
@@ -413,9 +424,10 @@ static void log_item(const void *item, const char *queue)
     if (it->fail_execution)
         log_kv(LOG_INFO, "execution failed: its dispatch was dead-lettered", "execution_id", id,
                "worker", it->disp.worker_id, "queue", it->xd.queue, "reason", it->in.reason, NULL);
-    else
+    else if (it->in.occurrences > 0) /* 0: folded into another's record, which says so */
         log_kv(LOG_WARN, "dead letter stored", "reason", it->in.reason, "execution_id", id, "queue",
-               it->xd.queue, "error", it->in.error, NULL);
+               it->xd.queue, "error", it->in.error, "occurrences",
+               inmsg_occurrences(&it->in, occ, sizeof occ), NULL);
 }
 
 static void dlq_free(void *item)

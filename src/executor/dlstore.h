@@ -24,6 +24,7 @@ typedef struct dl_record {
     bool has_execution_id;
     int64_t execution_id;
     const char *routing_key, *exchange, *queue;
+    const char *consumed_from; /* the queue the message was consumed from: poison folds by it */
     const char *message_id, *message_type;
     json_object *headers; /* borrowed; NULL: {} */
     const void *body;     /* the whole body, or its prefix when body_cut */
@@ -54,17 +55,32 @@ void dlrec_from_envelope(dl_record_t *r, const envelope_t *env);
 /* True for a word fit for dead_letters.reason. */
 bool dlrec_reason_valid(const char *reason);
 
-/* Insert n records in one statement; counts rows per reason into stats and redeliveries
- * (rows already there) into stats->dead_letter_duplicates. 0, or -1 with err. */
+/* True for a reason whose records fold (docs/dead-letters.md, "Floods"): a message nobody can
+ * use, or a report of a dispatch the executor never sent. */
+bool dlrec_folds(const char *reason);
+
+/*
+ * Insert n records; counts them per reason into stats and redeliveries (rows already there)
+ * into stats->dead_letter_duplicates. Records of a folding reason (dlrec_folds) are folded by
+ * the queue they were consumed from and their reason: one open record per pair, the first
+ * message of the batch its sample, `occurrences` raised by each message (counted in
+ * stats->dead_letters_folded when an open record was there already). 0, or -1 with err.
+ */
 int dlstore_insert(PGconn *db, const dl_record_t *recs, size_t n, executor_stats_t *stats,
                    char *err, size_t errlen) WARN_UNUSED;
+
+/* dlstore_insert, and how many messages each record stands for into occurrences[n]: 1 for a
+ * record of its own, k for the first of k folded in this batch, 0 for the others. */
+int dlstore_insert_folding(PGconn *db, const dl_record_t *recs, size_t n, int64_t *occurrences,
+                           executor_stats_t *stats, char *err, size_t errlen) WARN_UNUSED;
 
 /*
  * Store the unusable ones (reason set) among n messages, each the first member of an element
  * `stride` bytes apart from the next, consumed from `queue`, in one insert; with the execution
- * id when the message named one.
+ * id when the message named one. Each message's inmsg_t gets occurrences (dlstore_insert_folding)
+ * so its log line can be left out when another message's record stands for it.
  */
-int dlstore_unusable(PGconn *db, const void *first, size_t n, size_t stride, const char *queue,
+int dlstore_unusable(PGconn *db, void *first, size_t n, size_t stride, const char *queue,
                      executor_stats_t *stats, char *err, size_t errlen) WARN_UNUSED;
 
 #endif

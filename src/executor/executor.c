@@ -11,6 +11,7 @@
 #include "warren/log.h"
 #include "warren/notify.h"
 #include "warren/reload.h"
+#include "warren/signing.h"
 #include "warren/topology.h"
 
 #define STATS_INTERVAL_S 30
@@ -601,6 +602,13 @@ static int set_identity(const warren_config_t *cfg)
     }
     ident_set(&id);
     attempts_set_config(cfg);
+    char err[ERRBUF_SIZE];
+    if (sign_setup(cfg->message_queue.signing_key_file, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "cannot load the message signing keys", "error", err, NULL);
+        return -1;
+    }
+    if (sign_active())
+        log_kv(LOG_INFO, "messages signed and checked", "key_id", sign_key_id(sign_active()), NULL);
     if (id.mode == IDENT_PER_WORKER)
         log_kv(LOG_INFO, "per-worker identities: reports must come from the worker they name",
                "executor_user", id.executor_user, NULL);
@@ -609,8 +617,10 @@ static int set_identity(const warren_config_t *cfg)
 
 int executor_run(warren_config_t *cfg)
 {
-    if (set_identity(cfg) != 0)
+    if (set_identity(cfg) != 0) {
+        sign_teardown();
         return EXIT_RUNTIME;
+    }
     executor_t *x = calloc(1, sizeof *x);
     if (!x) {
         log_kv(LOG_ERROR, "out of memory", NULL);
@@ -637,5 +647,6 @@ int executor_run(warren_config_t *cfg)
     stop(x);
     free(x);
     notify_close();
+    sign_teardown();
     return rc;
 }

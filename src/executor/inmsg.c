@@ -1,4 +1,5 @@
 /* Incoming messages: envelope decoding and the reason a message cannot be used. */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include "executor/inmsg.h"
@@ -31,4 +32,10 @@ void inmsg_close(inmsg_t *m)
 {
     envelope_free(&m->env);
     m->env_ok = false;
+}
+
+const char *inmsg_occurrences(const inmsg_t *m, char *buf, size_t len)
+{
+    snprintf(buf, len, "%" PRId64, m->occurrences);
+    return buf;
 }

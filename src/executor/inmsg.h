@@ -17,6 +17,8 @@ typedef struct inmsg {
     char error[ERRBUF_SIZE];
     bool has_execution_id; /* the message names this execution, usable or not */
     int64_t execution_id;
+    int64_t occurrences; /* once stored: the messages its record stands for; 0: folded into
+                          * another message's record (its log line is that one's) */
 } inmsg_t;
 
 /* Decode d's envelope into m. 0 when it decoded; -1 with reason parse_error otherwise, or
@@ -26,5 +28,7 @@ int inmsg_open(inmsg_t *m, const mq_delivery_t *d) WARN_UNUSED;
 int inmsg_reject(inmsg_t *m, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void inmsg_close(inmsg_t *m);
+/* m->occurrences as text into buf, for a log line; returns buf. */
+const char *inmsg_occurrences(const inmsg_t *m, char *buf, size_t len);
 
 #endif

@@ -16,6 +16,7 @@
 #include "warren/ids.h"
 #include "warren/jsonfield.h"
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "warren/timestamp.h"
 
 #define MAX_CAPABILITIES 1024
@@ -259,8 +260,69 @@ static int abandon_restarted(PGconn *db, consumer_batch_t *b, char *err, size_t 
     return rc;
 }
 
+/* clang-format off */
+/* The heartbeats of a process older than the one the registry knows for that worker: both
+ * name an incarnation and a start, they differ, and this one started earlier. */
+static const char older_process_sql[] =
+    "SELECT u.ord, w.incarnation FROM unnest($1::text[], $2::text[], $3::text[])"
+    "   WITH ORDINALITY AS u(id, incarnation, started_at, ord)"
+    " JOIN workers w ON w.id = u.id"
+    " WHERE u.incarnation IS NOT NULL AND w.incarnation IS NOT NULL"
+    "   AND u.incarnation <> w.incarnation AND u.started_at IS NOT NULL"
+    "   AND w.started_at IS NOT NULL AND u.started_at::timestamptz < w.started_at";
+/* clang-format on */
+
+/*
+ * A heartbeat of a process the registry has already seen replaced (a newer incarnation of the
+ * same worker registered since) speaks for no live worker the executor knows: an older process
+ * still running beside its successor, or a forgery. It must not change the worker's row (an
+ * "offline" from it would take the live process out of the schedule), and it must leave a
+ * trace: a dead letter, reason superseded_incarnation.
+ */
+static int refuse_older_processes(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
+{
+    heartbeat_t *hs = b->items;
+    pgarr_t a[3];
+    size_t *index = calloc(b->n + 1, sizeof *index), k = 0;
+    for (int i = 0; i < 3; i++)
+        pgarr_init(&a[i]);
+    for (size_t i = 0; index && i < b->n; i++)
+        if (!hs[i].in.reason[0] && hs[i].incarnation && hs[i].started_at) {
+            pgarr_add(&a[0], hs[i].worker_id);
+            pgarr_add(&a[1], hs[i].incarnation);
+            pgarr_add(&a[2], hs[i].started_at);
+            index[k++] = i;
+        }
+    const char *params[3] = {pgarr_text(&a[0]), pgarr_text(&a[1]), pgarr_text(&a[2])};
+    PGresult *res = NULL;
+    int rc = 0;
+    if (!index || !params[0] || !params[1] || !params[2]) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    } else if (k > 0) {
+        rc = db_exec(db, older_process_sql, 3, params, &res, err, errlen);
+    }
+    for (int r = 0; rc == 0 && res && r < PQntuples(res); r++) {
+        long ord = strtol(PQgetvalue(res, r, 0), NULL, 10);
+        if (ord < 1 || (size_t)ord > k)
+            continue;
+        heartbeat_t *h = &hs[index[ord - 1]];
+        inmsg_reject(&h->in, "superseded_incarnation",
+                     "a heartbeat of worker '%s' from process '%s', which started before the "
+                     "registered process '%s': an older process still running, or a forgery",
+                     h->worker_id, h->incarnation, PQgetvalue(res, r, 1));
+    }
+    PQclear(res);
+    free(index);
+    for (int i = 0; i < 3; i++)
+        pgarr_free(&a[i]);
+    return rc;
+}
+
 static int registry_work(PGconn *db, consumer_batch_t *b, char *err, size_t errlen)
 {
+    if (refuse_older_processes(db, b, err, errlen) != 0)
+        return -1;
     mark_superseded(b->items, b->n);
     if (dlstore_unusable(db, b->items, b->n, sizeof(heartbeat_t), b->queue, &b->counts, err,
                          errlen) != 0 ||
@@ -272,15 +334,36 @@ static int registry_work(PGconn *db, consumer_batch_t *b, char *err, size_t errl
 static void registry_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
     (void)queue;
-    (void)parse_heartbeat(item, d);
+    heartbeat_t *h = item;
+    char err[ERRBUF_SIZE];
+    (void)parse_heartbeat(h, d);
+    if (sign_check(d, err, sizeof err) != 0) { /* recorded; the workers row is untouched */
+        h->in.d = d;
+        inmsg_reject(&h->in, SIGN_REASON, "%s", err);
+    }
 }
 
 static void log_heartbeat(const void *item, const char *queue)
 {
     const heartbeat_t *h = item;
+    char occ[24];
+    if (h->in.reason[0] && h->in.occurrences == 0)
+        return; /* folded into an earlier message's record, whose line counts it */
+    inmsg_occurrences(&h->in, occ, sizeof occ);
+    if (!strcmp(h->in.reason, SIGN_REASON)) {
+        log_kv(LOG_WARN, "heartbeat refused: its signature does not verify", "worker", h->worker_id,
+               "error", h->in.error, "occurrences", occ, NULL);
+        return;
+    }
+    if (!strcmp(h->in.reason, "superseded_incarnation")) {
+        log_kv(LOG_WARN, "heartbeat of a replaced worker process: recorded, not applied", "worker",
+               h->worker_id, "incarnation", h->incarnation, "error", h->in.error, "occurrences",
+               occ, NULL);
+        return;
+    }
     if (h->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable heartbeat stored as a dead letter", "reason", h->in.reason,
-               "error", h->in.error, "queue", queue, NULL);
+               "error", h->in.error, "queue", queue, "occurrences", occ, NULL);
         return;
     }
     if (h->registered)

@@ -22,6 +22,7 @@
 #include "warren/ids.h"
 #include "warren/jsonfield.h"
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "warren/timestamp.h"
 #include "warren/utf8.h"
 
@@ -50,6 +51,7 @@ typedef struct result_msg {
                          * applied: it fails that attempt (reason unprocessable_result) */
     bool older_attempt; /* not applied: the execution is on a later attempt already */
     bool wrong_worker;  /* not applied: the execution's attempt belongs to another worker */
+    bool foreign;       /* not applied: no such execution, or an attempt never dispatched */
 } result_msg_t;
 
 /* The worker: payload.worker_id, else the last word of execution.{status,completed}.{worker}. */
@@ -490,8 +492,9 @@ static int fail_unprocessable(PGconn *db, const result_msg_t *msgs, size_t n,
     return rc;
 }
 
-/* Mark the messages not applied because their execution is on a later attempt, or because
- * that attempt was dispatched to another worker than the one reporting. */
+/* Mark the messages not applied because their execution is on a later attempt, because
+ * that attempt was dispatched to another worker than the one reporting, or because the
+ * executor never dispatched that attempt at all. */
 static void mark_unapplied(result_msg_t *msgs, size_t n, int64_t id, int attempt,
                            const char *worker)
 {
@@ -499,7 +502,13 @@ static void mark_unapplied(result_msg_t *msgs, size_t n, int64_t id, int attempt
         result_msg_t *m = &msgs[i];
         if (m->in.reason[0] || m->applied || m->execution_id != id)
             continue;
-        if (m->attempt < attempt) {
+        if (m->attempt > attempt) {
+            m->foreign = true;
+            inmsg_reject(&m->in, "not_dispatched",
+                         "a report of attempt %d; the executor dispatched this execution %d "
+                         "time(s): nobody was sent that attempt",
+                         m->attempt, attempt);
+        } else if (m->attempt < attempt) {
             m->older_attempt = true;
             inmsg_reject(&m->in, "stale_attempt_result",
                          "a result of attempt %d; the execution is on attempt %d: a copy of an "
@@ -515,13 +524,35 @@ static void mark_unapplied(result_msg_t *msgs, size_t n, int64_t id, int attempt
     }
 }
 
+/* The messages the lookup did not find: their execution does not exist (a forged report, or
+ * one of a dispatch the executor never sent). */
+static void mark_missing(result_msg_t *msgs, size_t n, PGresult *found)
+{
+    for (size_t i = 0; i < n; i++) {
+        result_msg_t *m = &msgs[i];
+        if (m->in.reason[0] || m->applied)
+            continue;
+        bool seen = false;
+        for (int r = 0; found && !seen && r < PQntuples(found); r++)
+            seen = strtoll(PQgetvalue(found, r, 0), NULL, 10) == m->execution_id;
+        if (!seen) {
+            m->foreign = true;
+            inmsg_reject(&m->in, "execution_missing",
+                         "a report on execution %" PRId64 ", which does not exist",
+                         m->execution_id);
+        }
+    }
+}
+
 /*
  * A result of an attempt older than the row's comes from a copy of an earlier dispatch that ran
  * after all (its publish had no answer, and the execution went out again). It changes nothing,
  * but it must leave a trace, so such a run is never silent: a dead letter each, reason
  * stale_attempt_result. A report from a worker the attempt was not dispatched to (a confused
- * or a lying worker) is kept the same way, reason wrong_worker. Only the messages that were
- * not applied are looked at.
+ * or a lying worker) is kept the same way, reason wrong_worker. A report on an execution that
+ * does not exist (execution_missing), or of an attempt past the row's (not_dispatched), comes
+ * from a dispatch the executor never sent: recorded for an investigator. Only the messages that
+ * were not applied are looked at.
  */
 static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *err, size_t errlen)
 {
@@ -548,6 +579,8 @@ static int note_older_attempts(PGconn *db, result_msg_t *msgs, size_t n, char *e
     for (int r = 0; rc == 0 && res && r < PQntuples(res); r++)
         mark_unapplied(msgs, n, strtoll(PQgetvalue(res, r, 0), NULL, 10),
                        atoi(PQgetvalue(res, r, 1)), PQgetvalue(res, r, 2));
+    if (rc == 0 && k > 0)
+        mark_missing(msgs, n, res);
     PQclear(res);
     pgarr_free(&ids);
     return rc;
@@ -606,7 +639,8 @@ static int results_work(PGconn *db, consumer_batch_t *b, char *err, size_t errle
         dlstore_unusable(db, msgs, b->n, sizeof *msgs, b->queue, &b->counts, err, errlen) != 0)
         return -1;
     for (size_t i = 0; i < b->n; i++)
-        if (!msgs[i].in.reason[0] || msgs[i].older_attempt || msgs[i].wrong_worker) {
+        if (!msgs[i].in.reason[0] || msgs[i].older_attempt || msgs[i].wrong_worker ||
+            msgs[i].foreign) {
             b->counts.results_applied += msgs[i].applied;
             b->counts.results_stale += !msgs[i].applied;
         }
@@ -643,7 +677,13 @@ static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 {
     (void)queue;
     result_msg_t *m = item;
+    char err[ERRBUF_SIZE];
     int rc = parse_result(m, d);
+    if (sign_check(d, err, sizeof err) != 0) { /* recorded with what it names; fails nothing */
+        m->in.d = d;
+        inmsg_reject(&m->in, SIGN_REASON, "%s", err);
+        return;
+    }
     if (check_sender(m, d) == 0 && rc != 0 && m->completion && m->attempt >= 1)
         mark_unprocessable(m);
 }
@@ -651,7 +691,10 @@ static void results_parse(void *item, const mq_delivery_t *d, const char *queue)
 static void log_outcome(const void *item, const char *queue)
 {
     const result_msg_t *m = item;
-    char id[24], attempt[16];
+    char id[24], attempt[16], occ[24];
+    if (m->in.reason[0] && m->in.occurrences == 0)
+        return; /* folded into an earlier message's record, whose line counts it */
+    inmsg_occurrences(&m->in, occ, sizeof occ);
     snprintf(id, sizeof id, "%" PRId64, m->execution_id);
     snprintf(attempt, sizeof attempt, "%d", m->attempt);
     if (m->older_attempt) {
@@ -662,15 +705,22 @@ static void log_outcome(const void *item, const char *queue)
         log_kv(LOG_WARN, "report from a worker the execution was not dispatched to: ignored",
                "execution_id", id, "attempt", attempt, "worker", m->worker, "error", m->in.error,
                NULL);
+    } else if (m->foreign) {
+        log_kv(LOG_WARN, "report of a dispatch the executor never sent: recorded", "execution_id",
+               id, "attempt", attempt, "worker", m->worker, "reason", m->in.reason, "error",
+               m->in.error, "occurrences", occ, NULL);
     } else if (m->unprocessable) {
         log_kv(LOG_WARN, "completion cannot be applied: execution failed", "execution_id", id,
                "attempt", attempt, "worker", m->worker, "error", m->in.error, NULL);
+    } else if (!strcmp(m->in.reason, SIGN_REASON)) {
+        log_kv(LOG_WARN, "report refused: its signature does not verify", "execution_id", id,
+               "error", m->in.error, "queue", queue, "occurrences", occ, NULL);
     } else if (!strcmp(m->in.reason, IDENT_REASON)) {
         log_kv(LOG_WARN, "report refused: not sent by the worker it speaks for", "execution_id", id,
-               "error", m->in.error, NULL);
+               "error", m->in.error, "occurrences", occ, NULL);
     } else if (m->in.reason[0]) {
         log_kv(LOG_WARN, "unreadable result message stored as a dead letter", "reason",
-               m->in.reason, "error", m->in.error, "queue", queue, NULL);
+               m->in.reason, "error", m->in.error, "queue", queue, "occurrences", occ, NULL);
     } else if (m->applied) {
         log_kv(m->target == EXEC_RUNNING ? LOG_DEBUG : LOG_INFO, "execution status changed",
                "execution_id", id, "status", trans_status_name(m->target), "worker", m->worker,

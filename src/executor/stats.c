@@ -158,6 +158,10 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
         {"warren_poison_stored_total", "",
          "Unreadable messages (results, heartbeats, dead letters) stored as dead_letters rows",
          &s->poison_stored},
+        {"warren_dead_letters_folded_total", "",
+         "Unusable messages folded into an open record of the same queue and reason (its "
+         "occurrences) instead of a record of their own",
+         &s->dead_letters_folded},
         {"warren_batches_retried_total", "", "Consumer batches kept unacked after a database error",
          &s->batches_retried},
         {"warren_acks_failed_total", "", "Acks after commit that did not reach the broker",

@@ -34,6 +34,7 @@
     X(batches_retried)        /* batches kept unacked after a database error */                    \
     X(acks_failed)            /* acks after commit that did not reach the broker */                \
     X(poison_stored)          /* unreadable messages kept as dead_letters rows */                  \
+    X(dead_letters_folded)    /* messages folded into an open record of the same shape */          \
     X(results_after_cancel)   /* reports that arrived after a cancel, kept in the history */       \
     X(cancels_requested)      /* cancels applied (requested/scheduled/running) */                  \
     X(dead_letters_redriven)  /* dead letters redriven (a new attempt of their execution) */       \

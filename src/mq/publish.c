@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include "mq/mq_internal.h"
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "warren/utf8.h"
 
 /* A random UUID v4 as the message_id when the caller gives none. */
@@ -60,8 +61,14 @@ static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_i
         p.expiration = amqp_cstring_bytes(expiration);
     }
     /* Headers name the execution for people browsing queues in the management UI. */
-    amqp_table_entry_t headers[4];
+    amqp_table_entry_t headers[6];
     int n = 0;
+    char key_id[SIGN_KEY_ID_MAX + 1], sig[SIGN_HEX_LEN + 1];
+    if (sign_active() && sign_compute(sign_active(), m->type, message_id, m->body, m->body_len,
+                                      key_id, sig) == 0) { /* docs/security.md */
+        headers[n++] = text_header(SIGN_HEADER_KEY_ID, key_id);
+        headers[n++] = text_header(SIGN_HEADER_SIGNATURE, sig);
+    }
     if (m->execution_id)
         headers[n++] = text_header("execution_id", m->execution_id);
     if (m->attempt > 0)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "worker/worker_internal.h"
 
 /* A refusal is never fatal here: 405 RESOURCE_LOCKED means another connection still holds the
@@ -111,6 +112,12 @@ static void control_delivery(worker_t *w, mq_delivery_t *d)
     envelope_t e;
     cancel_request_t c;
     char why[ERRBUF_SIZE];
+    if (sign_check(d, why, sizeof why) != 0) { /* never obeyed: not the executor's */
+        w->stats.bad_signatures++;
+        reject(w, d, why);
+        mq_free_delivery(w->control_client, d);
+        return;
+    }
     if (parse(w, d, &e, &c, why, sizeof why) != 0) {
         reject(w, d, why);
     } else {

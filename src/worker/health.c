@@ -150,6 +150,10 @@ static int register_counters(worker_t *w)
          &s->control_rejected},
         {"warren_worker_control_resubscribes_total", "",
          "Times the worker consumed its control queue again", &s->control_resubscribes},
+        {"warren_worker_bad_signatures_total", "",
+         "Dispatches and control messages refused because their signature does not verify "
+         "(dead-lettered, never run)",
+         &s->bad_signatures},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         if (metrics_add_u64(&w->metrics, METRIC_COUNTER, c[i].name,

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "warren/action_timeouts.h"
 #include "warren/log.h"
+#include "warren/signing.h"
 #include "warren/timestamp.h"
 #include "worker/worker_internal.h"
 
@@ -149,7 +150,16 @@ void intake_delivery(worker_t *w, mq_delivery_t *d)
          * message keeps its original expiry). */
         w->stats.requeued++;
         settle(w, d->delivery_tag, false, true, NULL);
-    } else if (parse(w, d, &e, &disp, why, sizeof why) != 0) {
+        mq_free_delivery(w->consumer, d);
+        return;
+    }
+    if (sign_check(d, why, sizeof why) != 0) { /* never run: the executor did not send it */
+        w->stats.bad_signatures++;
+        reject(w, d, why);
+        mq_free_delivery(w->consumer, d);
+        return;
+    }
+    if (parse(w, d, &e, &disp, why, sizeof why) != 0) {
         reject(w, d, why);
         envelope_free(&e);
     } else {

@@ -10,6 +10,7 @@
 #include "warren/log.h"
 #include "warren/notify.h"
 #include "warren/reload.h"
+#include "warren/signing.h"
 #include "warren/utf8.h"
 #include "warren/timestamp.h"
 #include "worker/worker_internal.h"
@@ -53,6 +54,7 @@ static void stats_log(worker_t *w, const char *msg)
         s->cancels_ignored,
         s->control_rejected,
         s->control_resubscribes,
+        s->bad_signatures,
     };
     char v[sizeof n / sizeof n[0]][24];
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
@@ -64,7 +66,7 @@ static void stats_log(worker_t *w, const char *msg)
            "reports_lost", v[16], "heartbeats_failed", v[17], "resubscribes", v[18], "abandoned",
            v[19], "orphans_reaped", v[20], "stuck_handlers", v[21], "cancelled", v[22], "cancels",
            v[23], "cancels_ignored", v[24], "control_rejected", v[25], "control_resubscribes",
-           v[26], NULL);
+           v[26], "bad_signatures", v[27], NULL);
 }
 
 /* The loop ends once the fibers in hand (a flush, a heartbeat: "offline" is the last) have
@@ -468,9 +470,17 @@ static int run(const worker_opts_t *opts, warren_config_t *cfg)
 int worker_run(warren_config_t *cfg, const char *id)
 {
     worker_opts_t o;
+    char err[ERRBUF_SIZE];
     opts_from(&o, cfg, id);
+    if (sign_setup(cfg->message_queue.signing_key_file, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "worker cannot start", "worker", id, "error", err, NULL);
+        return EXIT_RUNTIME;
+    }
+    if (sign_active())
+        log_kv(LOG_INFO, "messages signed and checked", "key_id", sign_key_id(sign_active()), NULL);
     notify_init();
     int rc = run(&o, cfg);
     notify_close();
+    sign_teardown();
     return rc;
 }

@@ -73,6 +73,8 @@ typedef struct worker_stats {
     uint64_t cancels_ignored;  /* of those: for executions not here, finished or ending */
     uint64_t control_rejected; /* control messages that were no cancel for this worker */
     uint64_t control_resubscribes;
+    uint64_t
+        bad_signatures; /* dispatches and control messages refused: signature (also rejected) */
 } worker_stats_t;
 
 /* Handler durations by action for /metrics; actions beyond the table count as "other". */
