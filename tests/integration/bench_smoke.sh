@@ -21,7 +21,8 @@ WARREN_BUILD_DIR=$WARREN_BUILD_DIR BENCH_OUT=$out bash "$WARREN_SOURCE_DIR/bench
 for key in onehop_per_s broker_serial_per_s onehop_p50_ms b_per_s c_steady_per_s warren_p50_ms \
     warren_p99_ms exec_per_s spawn_per_s worker_rss_start_mib worker_rss_after_mib \
     executor_hwm_mib b_tuned_per_s r_b_onehop r_c_onehop r_p50 r_exec_spawn \
-    wal_bytes_per_execution statements_per_execution b_test_per_s r_b_durable_test; do
+    wal_bytes_per_execution statements_per_execution pgss_statements_per_execution b_test_per_s \
+    r_b_durable_test; do
     value=$(sed -n "s/^$key=//p" "$out/run-1/results.txt")
     [[ "$value" =~ ^[0-9]+(\.[0-9]+)?$ ]] || fail "$key has no number: '$value'"
 done
