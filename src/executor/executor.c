@@ -558,7 +558,7 @@ static int start(executor_t *x)
     notify_status("connecting to RabbitMQ and subscribing to the executor's queues");
     if (connect_broker(x) != 0)
         return -1;
-    sched_init(&x->sched, cfg, &x->db_dispatch, x->pub, x->admin, &x->stats);
+    sched_init(&x->sched, cfg, &x->db_dispatch, &x->db_writes, x->pub, x->admin, &x->stats);
     if (cfg->executor.listen_notify &&
         listener_init(&x->listener, x->base, cfg->database.url, cfg->database.connect_timeout_s,
                       cfg->database.statement_timeout_ms, wake_scheduler, x) != 0) {

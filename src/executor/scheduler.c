@@ -561,7 +561,7 @@ void sched_flush_reverts(sched_t *s)
     settle_batch_t r = {.s = s};
     /* Kept on failure: the next tick tries again, before claiming anything new. One statement,
      * no transaction around it: this is on every batch's path. */
-    if (dbc_statement(s->db, "recording how dispatches ended", settle_work, &r) != DBC_OK)
+    if (dbc_statement(s->settle_db, "recording how dispatches ended", settle_work, &r) != DBC_OK)
         return;
     s->stats->dispatch_reverted += r.reverted;
     s->n_settle = s->n_revert = 0;
@@ -595,12 +595,13 @@ static bool breaker_blocks(sched_t *s)
     return br->state == BREAKER_OPEN && mq_retry_in_ms(s->pub) > 0;
 }
 
-void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
-                mq_client_t *admin, executor_stats_t *stats)
+void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, dbconn_t *settle_db,
+                mq_client_t *pub, mq_client_t *admin, executor_stats_t *stats)
 {
     memset(s, 0, sizeof *s);
     s->cfg = cfg;
     s->db = db;
+    s->settle_db = settle_db;
     s->pub = pub;
     s->admin = admin;
     s->stats = stats;

@@ -33,10 +33,14 @@ typedef struct sched_settle {
 
 typedef struct sched {
     const warren_config_t *cfg; /* borrowed: executor.*, the exchange, worker topology */
-    dbconn_t *db;               /* borrowed */
-    mq_client_t *pub;           /* borrowed: publishes dispatches */
-    mq_client_t *admin;         /* borrowed: declares pinned workers' queues (never publishes) */
-    executor_stats_t *stats;    /* borrowed */
+    dbconn_t *db;               /* borrowed: the dispatch lane (claims) */
+    /* borrowed: the lane of the results, where the settle runs too. Both update the rows of
+     * dispatched executions, in orders of their own: on two connections at once they deadlock
+     * (40P01, each a deadlock_timeout of 1 s; seen in bench/run), in turn they cannot. */
+    dbconn_t *settle_db;
+    mq_client_t *pub;        /* borrowed: publishes dispatches */
+    mq_client_t *admin;      /* borrowed: declares pinned workers' queues (never publishes) */
+    executor_stats_t *stats; /* borrowed */
     declared_set_t declared;
     breaker_state_t breaker_state; /* last publish breaker state logged (open/closed) */
     sched_settle_t *settle;        /* publish outcomes not recorded yet */
@@ -47,8 +51,8 @@ typedef struct sched {
 } sched_t;
 
 /* Borrows everything it is given (no I/O). Free with sched_free(). */
-void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, mq_client_t *pub,
-                mq_client_t *admin, executor_stats_t *stats);
+void sched_init(sched_t *s, const warren_config_t *cfg, dbconn_t *db, dbconn_t *settle_db,
+                mq_client_t *pub, mq_client_t *admin, executor_stats_t *stats);
 void sched_free(sched_t *s);
 /* Claim, assign, commit, publish; on a fiber, the database and confirm waits let the loop run.
  * Returns 1 when it should run again at once (a full batch
