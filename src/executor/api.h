@@ -1,7 +1,8 @@
 /*
- * What the executor's API handlers share (api.c, api_exec.c, cancel.c): authorisation, one
- * statement in one transaction with the database's failures turned into HTTP answers, and
- * reading a JSON body. Each returns false after it has answered the request.
+ * What the executor's API handlers share (api_request.c; used by api_exec.c, api_dlq.c, cancel.c
+ * and the others): authorisation, one statement in one transaction on the API's lane with the
+ * database's failures turned into HTTP answers, and reading a JSON body. Each returns false
+ * after it has answered the request.
  */
 #ifndef WARREN_EXECUTOR_API_H
 #define WARREN_EXECUTOR_API_H
@@ -73,6 +74,25 @@ bool api_execution_verb(executor_t *x, http_req_t *r, const char *what, char *wh
                         int64_t *id, char *text, size_t textlen);
 /* The path parameter at i as an execution id; 400 when it is none. */
 bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen);
+
+/* api_health.c: /livez, /readyz, /metrics (on the loop, no statement), and the collector of
+ * the executor's own parts for /metrics. */
+void api_livez(http_req_t *r, void *arg);
+void api_readyz(http_req_t *r, void *arg);
+void api_metrics(http_req_t *r, void *arg);
+void api_collect_parts(metrics_out_t *o, void *arg);
+
+/* api_cancel.c: POST /api/v1/executions/{id}/cancel. */
+void cancel_handle(http_req_t *r, void *arg);
+/* manual_retry.c: POST /api/v1/executions/{id}/retry. */
+void retry_handle(http_req_t *r, void *arg);
+/* api_staleness.c: GET /api/v1/staleness. */
+void api_staleness(http_req_t *r, void *arg);
+/* api_redrive_tasks.c: POST/GET /api/v1/redrive-tasks, GET /api/v1/redrive-tasks/{id}, POST
+ * .../{id}/cancel. */
+void api_redrive_tasks(http_req_t *r, void *arg);
+void api_redrive_task(http_req_t *r, void *arg);
+void api_redrive_task_cancel(http_req_t *r, void *arg);
 
 /* api_exec.c */
 void api_submit(http_req_t *r, void *arg);

@@ -1,5 +1,6 @@
 /*
- * Cancelling an execution (docs/executor.md, "Cancel"). requested and scheduled become
+ * Cancelling an execution (docs/executor.md, "Cancel"): the control message, and sending it
+ * again (the request itself is api_cancel.c). requested and scheduled become
  * cancelled at once; running becomes canceling and its worker is told with a control message
  * (ExecutionCancelRequested, confirmed and mandatory, key execution.cancel.worker.{id}) on its
  * control queue. A message nobody receives (returned: no worker process is listening) leaves
@@ -19,10 +20,8 @@
 
 #define CANCEL_RESEND_BATCH 100
 
-/* Publish the control message (the contract the worker reads: cancel_from_payload, its control
- * queue bound to topo_cancel_key); MQ_OK or the mq_status_t of the failure. */
-static int publish_cancel(executor_t *x, const char *id, int64_t execution_id, int attempt,
-                          const char *worker, const char *by)
+int cancel_publish(executor_t *x, const char *id, int64_t execution_id, int attempt,
+                   const char *worker, const char *by)
 {
     char key[128], message_id[40]; /* a worker id is at most 64 characters */
     cancel_request_t c = {.execution_id = execution_id, .attempt = attempt};
@@ -62,45 +61,6 @@ static int publish_cancel(executor_t *x, const char *id, int64_t execution_id, i
     return rc;
 }
 
-void cancel_handle(http_req_t *r, void *arg)
-{
-    executor_t *x = arg;
-    char who[API_KEY_NAME_MAX + 1], id_text[24];
-    int64_t id;
-    if (!api_execution_verb(x, r, "cancel", who, sizeof who, &id, id_text, sizeof id_text))
-        return;
-    const char *params[] = {id_text, who};
-    PGresult *res = NULL;
-    if (!api_query(x, r, "cancelling an execution", q_cancel, 2, params, &res))
-        return;
-    if (PQntuples(res) == 0) {
-        http_error(r, 404, "not_found", "no execution %s", id_text);
-        PQclear(res);
-        return;
-    }
-    const char *before = PQgetvalue(res, 0, 0), *after = PQgetvalue(res, 0, 1);
-    exec_status_t b = EXEC_REQUESTED;
-    if (trans_status_parse(before, &b) != 0)
-        b = EXEC_REQUESTED; /* cannot happen: the column's CHECK lists every status */
-    if (b == EXEC_CANCELING) {
-        http_reply_json(r, 202, PQgetvalue(res, 0, 4)); /* already on its way */
-    } else if (strcmp(before, after) == 0) {
-        http_error(r, 409, "conflict", "execution %s is %s: %s", id_text, before,
-                   trans_is_terminal(b) ? "it has ended" : "try again in a moment");
-    } else {
-        x->stats.cancels_requested++;
-        log_kv(LOG_INFO, "execution cancel requested", "execution_id", id_text, "from", before,
-               "to", after, "by", who, NULL);
-        /* A running one must be told; a scheduled one is told so its worker does not start it
-         * (the row is cancelled already, whatever the worker says). */
-        if ((b == EXEC_RUNNING || b == EXEC_SCHEDULED) && !PQgetisnull(res, 0, 2))
-            (void)publish_cancel(x, id_text, id, atoi(PQgetvalue(res, 0, 3)), PQgetvalue(res, 0, 2),
-                                 who);
-        http_reply_json(r, b == EXEC_RUNNING ? 202 : 200, PQgetvalue(res, 0, 4));
-    }
-    PQclear(res);
-}
-
 /* clang-format off */
 /* Canceling rows on live workers, told longer ago than a monitor round. */
 static const char pending_sql[] =
@@ -136,7 +96,7 @@ void cancel_resend(executor_t *x)
         return;
     }
     for (int i = 0; i < PQntuples(p.res) && i < CANCEL_RESEND_BATCH; i++)
-        (void)publish_cancel(x, PQgetvalue(p.res, i, 0), strtoll(PQgetvalue(p.res, i, 0), NULL, 10),
+        (void)cancel_publish(x, PQgetvalue(p.res, i, 0), strtoll(PQgetvalue(p.res, i, 0), NULL, 10),
                              atoi(PQgetvalue(p.res, i, 1)), PQgetvalue(p.res, i, 2),
                              PQgetvalue(p.res, i, 3));
     PQclear(p.res);

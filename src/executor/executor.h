@@ -145,16 +145,11 @@ int monitor_restarted(PGconn *db, const char *workers, int limit, PGresult **cha
 int monitor_end_attempts(PGconn *db, PGresult *changed, attempt_outcome_t outcome, bool suspect,
                          executor_stats_t *counts, char *err, size_t errlen) WARN_UNUSED;
 
-/* staleness.c: one round of the staleness detector (staleness.*); GET /api/v1/staleness. */
+/* staleness.c: one round of the staleness detector (staleness.*). */
 void staleness_run(executor_t *x);
-void api_staleness(http_req_t *r, void *arg);
-/* redrive_tasks.c: one turn of every active bulk redrive task, at redrive_tasks_tick_ms();
- * POST/GET /api/v1/redrive-tasks, GET /api/v1/redrive-tasks/{id}, POST .../{id}/cancel. */
+/* redrive_tasks.c: one turn of every active bulk redrive task, at redrive_tasks_tick_ms(). */
 void redrive_tasks_run(executor_t *x);
 int64_t redrive_tasks_tick_ms(void);
-void api_redrive_tasks(http_req_t *r, void *arg);
-void api_redrive_task(http_req_t *r, void *arg);
-void api_redrive_task_cancel(http_req_t *r, void *arg);
 /* retention.c: one retention round (retention.*, *.retention_days). */
 void retention_run(executor_t *x);
 /* events.c: one round of the dead-letter event emitter and reconciler (events.*). */
@@ -173,15 +168,16 @@ int api_keys_prepare(executor_t *x, const warren_config_t *loaded, char *err,
 /* After the reload: the prepared keys replace the running ones; logs their number and names. */
 void api_keys_take(executor_t *x);
 
-/* cancel.c: POST /api/v1/executions/{id}/cancel; and from the monitor, the control message
- * again for every canceling execution whose worker is live and was told more than a monitor
- * round ago. */
-void cancel_handle(http_req_t *r, void *arg);
+/* cancel.c: the control message that tells worker to cancel execution_id (id: its text) at
+ * attempt, requested by by (the contract the worker reads: cancel_from_payload, its control
+ * queue bound to topo_cancel_key); MQ_OK or the mq_status_t of the failure, logged and counted.
+ * And from the monitor, the control message again for every canceling execution whose worker
+ * is live and was told more than a monitor round ago. */
+int cancel_publish(executor_t *x, const char *id, int64_t execution_id, int attempt,
+                   const char *worker, const char *by);
+void cancel_resend(executor_t *x);
 /* retire.c: retire the workers offline longer than worker.retire_after_s (the monitor). */
 void retire_run(executor_t *x);
-/* manual_retry.c: POST /api/v1/executions/{id}/retry. */
-void retry_handle(http_req_t *r, void *arg);
-void cancel_resend(executor_t *x);
 
 /* gauges.c: one refresh of x->gauges (a periodic job, every GAUGES_INTERVAL_MS); the
  * collector for /metrics. */

@@ -4,7 +4,8 @@
  * executions end (failed; abandoned when running) with a staleness_timeout record, and those
  * past staleness.warning_pct of their threshold are named in a log line and counted, once per
  * status and attempt. Several executors may run it at once (SKIP LOCKED, attempt fences, the
- * record's dedup key). GET /api/v1/staleness shows every non-terminal execution's health.
+ * record's dedup key). GET /api/v1/staleness (api_staleness.c) shows every non-terminal
+ * execution's health.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,37 +73,5 @@ void staleness_run(executor_t *x)
             break;
     }
     PQclear(s.res);
-    free(cfg);
-}
-
-void api_staleness(http_req_t *r, void *arg)
-{
-    executor_t *x = arg;
-    static const char *const allowed[] = {"health", "limit", NULL};
-    char who[API_KEY_NAME_MAX + 1], limit[16];
-    if (!api_authorize(x, r, false, who, sizeof who) || !http_query_only(r, allowed) ||
-        !api_limit(r, limit, sizeof limit))
-        return;
-    const char *health = http_query(r, "health");
-    if (health && !dlq_word_known(dlq_healths, health)) {
-        http_error(r, 400, "bad_request", "health: healthy, warning or stale, not '%.40s'", health);
-        return;
-    }
-    char *cfg = dlq_staleness_cfg(x->cfg);
-    const char *p[] = {cfg, health, limit};
-    PGresult *res = NULL;
-    if (cfg && api_query(x, r, "reading staleness", q_staleness, 3, p, &res)) {
-        size_t len = strlen(PQgetvalue(res, 0, 0)) + strlen(cfg) + 48;
-        char *body = malloc(len);
-        if (body) {
-            snprintf(body, len, "{\"executions\":%s,\"thresholds\":%s}", PQgetvalue(res, 0, 0),
-                     cfg);
-            http_reply_json(r, 200, body);
-        }
-        free(body);
-    }
-    if (!r->replied)
-        http_error(r, 503, "unavailable", "out of memory");
-    PQclear(res);
     free(cfg);
 }

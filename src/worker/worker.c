@@ -23,7 +23,7 @@
 #define RETRY_BASE_MS 200
 #define RETRY_MAX_MS 30000
 
-static void stats_log(worker_t *w, const char *msg)
+static void worker_stats_log(worker_t *w, const char *msg)
 {
     const worker_stats_t *s = &w->stats;
     const uint64_t n[] = {
@@ -237,7 +237,7 @@ static void on_stats(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    stats_log(arg, "worker stats");
+    worker_stats_log(arg, "worker stats");
 }
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
@@ -386,7 +386,7 @@ static void teardown(worker_t *w)
 {
     reporter_give_up(w);
     if (w->runner) {
-        stats_log(w, "worker stopped");
+        worker_stats_log(w, "worker stopped");
         runner_free(w->runner); /* kills what still runs */
     }
     /* Closing the consumer connection hands every unacked delivery back to the broker. */
