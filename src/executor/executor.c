@@ -29,8 +29,17 @@ static void sched_fiber(void *arg)
         r = sched_tick(&x->sched);
     } while (!x->draining && (r == 1 || x->wake_again));
     x->ticking = false;
-    if (!x->draining)
-        (void)evloop_arm(&x->sched_ev, x->cfg->executor.poll_interval_ms);
+    if (x->draining)
+        return;
+    /* Its lane lost the database: try again on the lane's reconnect backoff (200 ms doubling to
+     * 5 s), not after a whole poll interval. */
+    int64_t next = x->cfg->executor.poll_interval_ms;
+    if (r < 0 && !x->db_dispatch.conn) {
+        int64_t wait = x->db_dispatch.next_try_ms - now_mono_ms();
+        wait = wait < 10 ? 10 : wait;
+        next = wait < next ? wait : next;
+    }
+    (void)evloop_arm(&x->sched_ev, next);
 }
 
 static void on_sched(evutil_socket_t fd, short what, void *arg)
@@ -217,11 +226,11 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     listener_check(&x->listener);
     each_consumer(x, consumer_pump);
     job_kick(&x->jobs[JOB_HEARING]);
-    /* The database is back: batches kept for a retry go now, not after their backoff, and the
-     * scheduler claims what was announced while it could not (a wake that found the database
-     * down waits for the poll). */
+    /* A lane reached the database again: batches kept for a retry go now, not after their
+     * backoff, and the scheduler claims what was announced while it could not (its own lane
+     * reconnects in its tick). */
     uint64_t reconnects = db_reconnects(x);
-    if (reconnects != x->db_reconnects_seen && executor_db_up(x)) {
+    if (reconnects != x->db_reconnects_seen) {
         x->db_reconnects_seen = reconnects;
         each_consumer(x, consumer_retry_now);
         wake_scheduler(x);
