@@ -24,17 +24,7 @@ before=$(for _ in 1 2 3 4 5; do new_execution core.noop "$w"; done | paste -sd,)
 wait_until 15 "[ \"\$(psql_q \"select count(*) from executions where id in ($before)
     and status = 'completed'\")\" = 5 ]"
 
-livez_loop() {
-    while :; do
-        t=$(curl -s -o /dev/null --max-time 5 -w '%{http_code} %{time_total}' "$API/livez" ||
-            echo "000 5")
-        read -r code secs <<<"$t"
-        [ "$code" = 200 ] || secs=5
-        awk -v s="$secs" 'BEGIN { printf "%d\n", s * 1000 }'
-        sleep 0.1
-    done
-}
-livez_loop >"$TEST_TMP/livez.ms" 2>/dev/null &
+python3 "$WARREN_SOURCE_DIR/tests/lib/api_load.py" "$(http_port ex)" livez 90 >"$TEST_TMP/livez.ms" &
 LIVEZ=$!
 on_exit "kill $LIVEZ 2>/dev/null || true"
 
