@@ -71,12 +71,13 @@ static const char get_text_sql[] =
 /* note: 'late completion' (migration 006) */
 static const char get_events_sql[] =
     "SELECT " TS("at") ", from_status, to_status, worker, attempt, to_jsonb(v) ->> 'note', error "
-    "FROM execution_events v WHERE execution_id = $1 ORDER BY id";
+    "FROM execution_history v WHERE execution_id = $1 ORDER BY seq";
 
 /* Every attempt that ended (schema 015), and what the retry policy made of it. */
 static const char get_attempts_sql[] =
     "SELECT attempt, kind, worker, " TS("started_at") ", " TS("ended_at") ", outcome,"
-    " decision, delay_ms, error FROM execution_attempts WHERE execution_id = $1 ORDER BY id";
+    " decision, delay_ms, error FROM execution_attempt_history WHERE execution_id = $1"
+    " ORDER BY seq";
 
 static const char get_dead_letters_sql[] =
     "SELECT id, " TS("received_at") ", reason, queue, resolution, error "

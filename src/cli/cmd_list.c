@@ -70,11 +70,11 @@ static int list_parse(int argc, char **argv, list_opts_t *o)
     return -1;
 }
 
-/* Both shapes select the same rows: ($1 IS NULL OR status = $1) newest first, which the
- * planner serves from executions_created_idx or executions_status_created_idx backwards. */
+/* Both shapes select the same rows: ($1 IS NULL OR status = $1) newest first by id, which the
+ * planner serves from the primary key or executions_status_id_idx backwards (as the API). */
 #define LIST_ROWS                                                                                  \
     "SELECT * FROM executions WHERE ($1::text IS NULL OR status = $1) "                            \
-    "ORDER BY created_at DESC, id DESC LIMIT $2::integer"
+    "ORDER BY id DESC LIMIT $2::integer"
 
 static const char list_text_sql[] =
     "SELECT id, action_ref, status, coalesce(worker, 'pinned:' || pinned_worker), attempt,"

@@ -7,12 +7,12 @@
 /* clang-format off */
 const char q_execution_doc[] =
     "SELECT (to_jsonb(e) || jsonb_build_object('wait_reason', warren_wait_reason(e, $2::int),"
-    " 'events', coalesce((SELECT jsonb_agg(to_jsonb(v) - 'execution_id' ORDER BY v.id)"
-    "   FROM execution_events v WHERE v.execution_id = e.id), '[]'),"
+    " 'events', coalesce((SELECT jsonb_agg(to_jsonb(v) - 'execution_id' - 'seq' ORDER BY v.seq)"
+    "   FROM execution_history v WHERE v.execution_id = e.id), '[]'),"
     " 'dead_letters', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'body' - 'headers' ORDER BY d.id)"
     "   FROM dead_letters d WHERE d.execution_id = e.id), '[]'),"
-    " 'attempts', coalesce((SELECT jsonb_agg(to_jsonb(a) - 'execution_id' ORDER BY a.id)"
-    "   FROM execution_attempts a WHERE a.execution_id = e.id), '[]')))::text AS doc "
+    " 'attempts', coalesce((SELECT jsonb_agg(to_jsonb(a) - 'execution_id' - 'seq' ORDER BY a.seq)"
+    "   FROM execution_attempt_history a WHERE a.execution_id = e.id), '[]')))::text AS doc "
     "FROM executions e WHERE id = $1";
 
 /* Filters that are NULL fold away in the plan (the parameters' values are known to it): with

@@ -57,6 +57,10 @@ static const char record_sql[] =
     "   e.started_at, coalesce(e.ended_at, now()), e.status, u.outcome, coalesce(u.error, e.error),"
     "   u.exit_code, u.x_death::jsonb"
     "   FROM u JOIN executions e ON e.id = u.id AND e.attempt = u.attempt AND e.status = u.status"
+    /* a completion that is the execution's only attempt is implied (execution_attempt_history,
+     * schema 029): nothing to decide, nothing written */
+    "   WHERE NOT (u.outcome = 'completed'"
+    "     AND NOT EXISTS (SELECT 1 FROM execution_attempts p WHERE p.execution_id = e.id))"
     "   ORDER BY u.ord RETURNING id, execution_id, outcome, error)"
     " SELECT ins.id, e.id, e.attempt, e.status, ins.outcome, coalesce(ins.error, ''), e.action_ref,"
     " e.retries, coalesce(e.retry_max_attempts, 0), coalesce(e.retry_on, ''),"

@@ -512,6 +512,7 @@ static int setup_events(executor_t *x)
             jobs_ok = false;
     }
     x->gauges.events_upto = -1;
+    x->gauges.created_upto = -1;
     if (x->api)
         job_kick(&x->jobs[JOB_GAUGES]); /* the first refresh at once */
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);

@@ -48,6 +48,7 @@ typedef struct executor_gauges {
      * first refresh. */
     uint64_t transitions[EXEC_STATUS_COUNT + 1][EXEC_STATUS_COUNT];
     int64_t events_upto;
+    int64_t created_upto; /* the last execution id counted as created, -1 before the first */
 } executor_gauges_t;
 
 /* A periodic job: run on a fiber of its own from its timer, never two at once (executor.c). */

@@ -41,9 +41,19 @@ static const char events_upto_sql[] =
     "SELECT coalesce((SELECT min(id) - 1 FROM execution_events WHERE id > $1::bigint"
     "   AND at >= now() - interval '" TRANSITIONS_LAG_S " seconds'),"
     " (SELECT max(id) FROM execution_events WHERE id > $1::bigint), $1::bigint)";
+/* Steps written down later (implied, schema 029) were counted when they happened, by the
+ * executor that made them (executor_stats_t.happy); creations are counted from executions. */
 static const char transitions_sql[] =
-    "SELECT coalesce(from_status, ''), to_status, count(*) FROM execution_events"
-    " WHERE id > $1::bigint AND id <= $2::bigint AND applied GROUP BY 1, 2";
+    "SELECT from_status, to_status, count(*) FROM execution_events"
+    " WHERE id > $1::bigint AND id <= $2::bigint AND applied AND NOT implied"
+    "   AND from_status IS NOT NULL GROUP BY 1, 2";
+/* Creations: executions whose ids are past the last counted, the same 10 s behind. */
+static const char created_upto_sql[] =
+    "SELECT coalesce((SELECT min(id) - 1 FROM executions WHERE id > $1::bigint"
+    "   AND created_at >= now() - interval '" TRANSITIONS_LAG_S " seconds'),"
+    " (SELECT max(id) FROM executions WHERE id > $1::bigint), $1::bigint)";
+static const char created_sql[] =
+    "SELECT count(*) FROM executions WHERE id > $1::bigint AND id <= $2::bigint";
 
 static const char live_sql[] =
     "SELECT count(*) FROM workers w WHERE warren_worker_live(w, $1::int)";
@@ -54,43 +64,70 @@ typedef struct refresh {
     executor_gauges_t g;
 } refresh_t;
 
-/* Add the status changes recorded since g->events_upto; the first call only sets it (the
- * counters start at 0 with the process, as every counter does). */
+#define ID_TEXT 24
+
+/* Where a count of new rows stops: on the first call (last < 0) max(id) by first_sql, else
+ * upto_sql's answer for rows after last (its text in after). */
+static int count_upto(PGconn *db, int64_t last, const char *first_sql, const char *upto_sql,
+                      char after[ID_TEXT], char upto[ID_TEXT], char *err, size_t errlen)
+{
+    snprintf(after, ID_TEXT, "%" PRId64, last);
+    const char *p[] = {after};
+    PGresult *u = NULL;
+    int rc = db_exec(db, last < 0 ? first_sql : upto_sql, last < 0 ? 0 : 1, p, &u, err, errlen);
+    if (rc == 0)
+        snprintf(upto, ID_TEXT, "%s", PQgetvalue(u, 0, 0));
+    PQclear(u);
+    return rc;
+}
+
+/* Add the executions created since g->created_upto; the first call only sets it. */
+static int count_created(PGconn *db, executor_gauges_t *g, char *err, size_t errlen)
+{
+    char after[ID_TEXT], upto[ID_TEXT];
+    if (count_upto(db, g->created_upto, "SELECT coalesce(max(id), 0) FROM executions",
+                   created_upto_sql, after, upto, err, errlen) != 0)
+        return -1;
+    if (g->created_upto >= 0) {
+        const char *p[] = {after, upto};
+        PGresult *c = NULL;
+        int rc = db_exec(db, created_sql, 2, p, &c, err, errlen);
+        if (rc == 0)
+            g->transitions[EXEC_STATUS_COUNT][EXEC_REQUESTED] += strtoull(PQgetvalue(c, 0, 0), NULL,
+                                                                          10);
+        PQclear(c);
+        if (rc != 0)
+            return rc;
+    }
+    g->created_upto = strtoll(upto, NULL, 10);
+    return 0;
+}
+
+/* Add the status changes recorded since g->events_upto, then the creations; the first call
+ * only sets where they start (the counters start at 0 with the process, as every counter
+ * does). */
 static int count_transitions(PGconn *db, executor_gauges_t *g, char *err, size_t errlen)
 {
-    char after[24], upto[24];
-    snprintf(after, sizeof after, "%" PRId64, g->events_upto < 0 ? INT64_MAX : g->events_upto);
-    const char *p1[] = {after};
-    PGresult *u = NULL, *t = NULL;
-    int rc = db_exec(db,
-                     g->events_upto < 0 ? "SELECT coalesce(max(id), 0) FROM execution_events"
-                                        : events_upto_sql,
-                     g->events_upto < 0 ? 0 : 1, p1, &u, err, errlen);
-    if (rc != 0) {
-        PQclear(u);
-        return rc;
-    }
-    snprintf(upto, sizeof upto, "%s", PQgetvalue(u, 0, 0));
-    PQclear(u);
+    char after[ID_TEXT], upto[ID_TEXT];
+    if (count_upto(db, g->events_upto, "SELECT coalesce(max(id), 0) FROM execution_events",
+                   events_upto_sql, after, upto, err, errlen) != 0)
+        return -1;
+    int rc = 0;
     if (g->events_upto >= 0) {
         const char *p2[] = {after, upto};
+        PGresult *t = NULL;
         rc = db_exec(db, transitions_sql, 2, p2, &t, err, errlen);
         for (int i = 0; rc == 0 && i < PQntuples(t); i++) {
             exec_status_t from, to;
-            const char *f = PQgetvalue(t, i, 0);
-            if (trans_status_parse(PQgetvalue(t, i, 1), &to) != 0)
-                continue;
-            if (!*f)
-                from = EXEC_STATUS_COUNT;
-            else if (trans_status_parse(f, &from) != 0)
-                continue;
-            g->transitions[from][to] += strtoull(PQgetvalue(t, i, 2), NULL, 10);
+            if (trans_status_parse(PQgetvalue(t, i, 0), &from) == 0 &&
+                trans_status_parse(PQgetvalue(t, i, 1), &to) == 0)
+                g->transitions[from][to] += strtoull(PQgetvalue(t, i, 2), NULL, 10);
         }
         PQclear(t);
     }
     if (rc == 0)
         g->events_upto = strtoll(upto, NULL, 10);
-    return rc;
+    return rc == 0 ? count_created(db, g, err, errlen) : rc;
 }
 
 /* The breakers' states as the session setting warren.breakers, which the snapshot of every
@@ -185,6 +222,7 @@ void gauges_run(executor_t *x)
     r.g.dlq_nonempty_since_ms = x->gauges.dlq_nonempty_since_ms;
     memcpy(r.g.transitions, x->gauges.transitions, sizeof r.g.transitions);
     r.g.events_upto = x->gauges.events_upto;
+    r.g.created_upto = x->gauges.created_upto;
     (void)dbc_statement(&x->db_writes, "recording the breakers' states", breakers_fn, x);
     if (dbc_transaction(&x->db_jobs, "refreshing the metrics' gauges", refresh_fn, &r) == DBC_OK) {
         r.g.db_ok = true;
@@ -197,6 +235,7 @@ void gauges_run(executor_t *x)
         r.g.refreshed_ms = x->gauges.refreshed_ms;
         memcpy(r.g.transitions, x->gauges.transitions, sizeof r.g.transitions);
         r.g.events_upto = x->gauges.events_upto;
+        r.g.created_upto = x->gauges.created_upto;
     }
     refresh_dlq(x, &r.g);
     x->gauges = r.g;
@@ -235,19 +274,20 @@ void gauges_collect(metrics_out_t *o, void *arg)
                    "(0 when none; a lower bound, measured every 10 s)");
     metrics_sample(o, "warren_dead_letter_oldest_age_seconds", "", g->dlq_oldest_age);
     metrics_family(o, "warren_execution_transitions_total", "counter",
-                   "Execution status changes in the history since this executor started, "
-                   "whoever made them (from=\"none\": created), counted about 10 s after");
+                   "Execution status changes since this executor started: the happy path's "
+                   "steps this executor made, at once; every other change (whoever made it) "
+                   "and creations (from=\"none\") about 10 s after");
     for (int f = 0; f <= EXEC_STATUS_COUNT; f++)
         for (int t = 0; t < EXEC_STATUS_COUNT; t++) {
-            if (!g->transitions[f][t])
+            uint64_t n = g->transitions[f][t] + (f < EXEC_STATUS_COUNT ? x->stats.happy[f][t] : 0);
+            if (!n)
                 continue;
             labels[0] = '\0';
             (void)metrics_label(labels, sizeof labels, "from",
                                 f == EXEC_STATUS_COUNT ? "none"
                                                        : trans_status_name((exec_status_t)f));
             (void)metrics_label(labels, sizeof labels, "to", trans_status_name((exec_status_t)t));
-            metrics_sample_u64(o, "warren_execution_transitions_total", labels,
-                               g->transitions[f][t]);
+            metrics_sample_u64(o, "warren_execution_transitions_total", labels, n);
         }
     metrics_family(o, "warren_gauges_refreshed_timestamp_seconds", "gauge",
                    "When the database gauges were last read (Unix time)");

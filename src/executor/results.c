@@ -298,7 +298,8 @@ static const char apply_sql[] =
     " RETURNING u.ord,"
     " CASE WHEN o.started_at IS NULL THEN extract(epoch FROM e.started_at - e.created_at) END,"
     " CASE WHEN u.status <> " EXEC_SQL(RUNNING) " THEN"
-    "   extract(epoch FROM e.ended_at - coalesce(e.started_at, e.created_at)) END";
+    "   extract(epoch FROM e.ended_at - coalesce(e.started_at, e.created_at)) END,"
+    " o.status, u.status";
 
 /* What a worker reported after a cancel and that changed nothing stays in the history. */
 static const char after_cancel_sql[] =
@@ -359,6 +360,18 @@ static void add_round_message(pgarr_t *a, const result_msg_t *m)
     pgarr_add_int_or_null(&a[A_TIMEOUT], m->timeout_s > 0, m->timeout_s);
 }
 
+/* A step of the happy path, which the history does not store (schema 029): counted here. The
+ * batch's counts are merged once it committed (consumer.c). */
+static void count_happy(executor_stats_t *counts, const char *from, const char *to)
+{
+    exec_status_t f, t;
+    if (trans_status_parse(from, &f) != 0 || trans_status_parse(to, &t) != 0)
+        return;
+    if ((f == EXEC_SCHEDULED && (t == EXEC_RUNNING || t == EXEC_COMPLETED)) ||
+        (f == EXEC_RUNNING && t == EXEC_COMPLETED))
+        counts->happy[f][t]++;
+}
+
 /* One UPDATE for the messages of round `round`; marks those it applied. */
 static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round,
                        executor_stats_t *counts, char *err, size_t errlen)
@@ -397,6 +410,7 @@ static int apply_round(PGconn *db, result_msg_t *msgs, size_t n, int round,
             metrics_hist_observe(&counts->submit_to_start, atof(PQgetvalue(res, r, 1)));
         if (!PQgetisnull(res, r, 2))
             metrics_hist_observe(&counts->start_to_end, atof(PQgetvalue(res, r, 2)));
+        count_happy(counts, PQgetvalue(res, r, 3), PQgetvalue(res, r, 4));
     }
     PQclear(res);
     free(index);

@@ -30,6 +30,8 @@
 /* A worker is live while online and fresh (schema 007: heartbeat_stale_factor intervals,
  * counted from the later of its heartbeat and when the executor could hear again). */
 #define LIVE_WORKER "warren_worker_live(w, $1::int)"
+/* The first key of the workers' advisory locks (the second is hashtext(id)): "warr". */
+#define SCHED_WORKER_LOCK_CLASS "2003788402"
 
 /*
  * Claims come after the live workers are loaded, in two statements. Pinned rows (their own
@@ -51,14 +53,20 @@ static const char claim_free_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NULL AND e.action_ref = ANY($2::text[])"
     " ORDER BY e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 
-/* Locked in id order so executors scheduling at once take turns and count each other's work. */
+/* Executors scheduling at once share the workers without waiting for each other and without a
+ * row lock (a row lock is a WAL record per worker per tick, and made a second executor slow the
+ * first): each tick takes the transaction-scoped advisory lock of every live worker it can get
+ * and offers only those workers' room. A worker another executor holds this instant is skipped
+ * for this tick; pinned rows go out regardless. The in-flight counts are read by the next
+ * statement, whose snapshot sees what the lock's previous holder committed. */
 static const char lock_workers_sql[] =
-    "SELECT w.id FROM workers w WHERE " LIVE_WORKER " ORDER BY w.id FOR UPDATE";
+    "SELECT coalesce(array_agg(w.id ORDER BY w.id), '{}')::text FROM workers w WHERE " LIVE_WORKER
+    " AND pg_try_advisory_xact_lock(" SCHED_WORKER_LOCK_CLASS ", hashtext(w.id))";
 
 static const char load_workers_sql[] =
     "SELECT w.id, array_to_json(w.capabilities)::text, w.capacity,"
     " (SELECT count(*) FROM executions x WHERE x.worker = w.id AND x.status IN " IN_FLIGHT ")::int"
-    " FROM workers w WHERE " LIVE_WORKER " ORDER BY w.id";
+    " FROM workers w WHERE w.id = ANY($2::text[]) AND " LIVE_WORKER " ORDER BY w.id";
 
 /* One statement for the whole batch: scheduled (attempt + 1), failed (no dispatch can be built),
  * or still requested with its wait reason (written only when it changed). */
@@ -81,10 +89,12 @@ static const char update_sql[] =
     "   OR u.fail_error IS NOT NULL OR e.wait_reason IS DISTINCT FROM u.wait_reason)"
     " RETURNING u.ord, (u.worker IS NOT NULL AND u.fail_error IS NULL)::int";
 
-/* After a publish batch, one statement records how each dispatch ended: confirmed (the
- * monitor then knows it is in a queue), or refused / never written (back to requested). A
- * confirmed dispatch is recorded also when its report came first and moved the row on (results
- * are applied while the confirms are awaited); only a scheduled row goes back. */
+/* One statement records how dispatches ended: confirmed (the monitor then knows it is in a
+ * queue), or refused / never written (back to requested). Only a row still scheduled on that
+ * attempt is touched: a row the worker's report moved on needs no record of the confirm (the
+ * report says more), so a dispatch costs no row version of its own on the happy path. Confirms
+ * are recorded SCHED_CONFIRM_DEFER_MS after they came (sched_flush), by which time most reports
+ * have; refusals at once. */
 static const char settle_sql[] =
     "UPDATE executions e SET"
     " status = CASE WHEN u.confirmed THEN e.status ELSE " EXEC_SQL(REQUESTED) " END,"
@@ -92,8 +102,7 @@ static const char settle_sql[] =
     " wait_reason = CASE WHEN u.confirmed THEN e.wait_reason"
     "   ELSE '" SCHED_UNCONFIRMED_REASON "' END"
     " FROM unnest($1::bigint[], $2::int[], $3::bool[]) AS u(id, attempt, confirmed)"
-    " WHERE e.id = u.id AND e.attempt = u.attempt AND (e.status = " EXEC_SQL(SCHEDULED)
-    "   OR (u.confirmed AND e.dispatch_confirmed_at IS NULL))"
+    " WHERE e.id = u.id AND e.attempt = u.attempt AND e.status = " EXEC_SQL(SCHEDULED)
     " RETURNING (NOT u.confirmed)::int";
 /* clang-format on */
 
@@ -245,9 +254,13 @@ static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
 {
     char factor[16];
     snprintf(factor, sizeof factor, "%d", b->s->cfg->executor.heartbeat_stale_factor);
-    const char *params[] = {factor};
-    if (db_exec(db, lock_workers_sql, 1, params, NULL, err, errlen) != 0 ||
-        db_exec(db, load_workers_sql, 1, params, &b->workers, err, errlen) != 0)
+    PGresult *locked = NULL;
+    if (db_exec(db, lock_workers_sql, 1, (const char *[]){factor}, &locked, err, errlen) != 0)
+        return -1;
+    const char *params[] = {factor, PQgetvalue(locked, 0, 0)};
+    int rc = db_exec(db, load_workers_sql, 2, params, &b->workers, err, errlen);
+    PQclear(locked);
+    if (rc != 0)
         return -1;
     size_t nw = (size_t)PQntuples(b->workers);
     b->w = calloc(nw + 1, sizeof *b->w);
@@ -435,7 +448,7 @@ static void queue_settle(sched_t *s, int64_t id, int attempt, bool confirmed)
         s->cap_settle = cap;
     }
     s->settle[s->n_settle++] = (sched_settle_t){
-        .id = id, .attempt = attempt, .confirmed = confirmed};
+        .id = id, .attempt = attempt, .confirmed = confirmed, .at_ms = now_mono_ms()};
     s->n_revert += !confirmed;
 }
 
@@ -524,6 +537,7 @@ static void publish(sched_t *s, sched_batch_t *b)
 
 typedef struct settle_batch {
     sched_t *s;
+    bool *due; /* [n_settle]: recorded by this statement */
     size_t reverted;
 } settle_batch_t;
 
@@ -535,6 +549,8 @@ static int settle_work(PGconn *db, void *arg, char *err, size_t errlen)
     for (int k = 0; k < 3; k++)
         pgarr_init(&a[k]);
     for (size_t i = 0; i < s->n_settle; i++) {
+        if (!r->due[i])
+            continue;
         pgarr_add_int(&a[0], s->settle[i].id);
         pgarr_add_int(&a[1], s->settle[i].attempt);
         pgarr_add(&a[2], s->settle[i].confirmed ? "t" : "f");
@@ -554,17 +570,41 @@ static int settle_work(PGconn *db, void *arg, char *err, size_t errlen)
     return rc;
 }
 
-void sched_flush_reverts(sched_t *s)
+/* Record the outcomes that are due (all of them when `all`): refusals at once, confirms once
+ * SCHED_CONFIRM_DEFER_MS old. Kept on failure: the next tick tries again, before claiming
+ * anything new. One statement, no transaction around it: this is on every batch's path. */
+static void sched_flush(sched_t *s, bool all)
 {
     if (s->n_settle == 0)
         return;
-    settle_batch_t r = {.s = s};
-    /* Kept on failure: the next tick tries again, before claiming anything new. One statement,
-     * no transaction around it: this is on every batch's path. */
-    if (dbc_statement(s->settle_db, "recording how dispatches ended", settle_work, &r) != DBC_OK)
+    int64_t now = now_mono_ms();
+    bool *due = calloc(s->n_settle, sizeof *due);
+    size_t n_due = 0;
+    for (size_t i = 0; due && i < s->n_settle; i++) {
+        const sched_settle_t *e = &s->settle[i];
+        due[i] = all || !e->confirmed || now - e->at_ms >= SCHED_CONFIRM_DEFER_MS;
+        n_due += due[i];
+    }
+    if (!due || n_due == 0) {
+        free(due);
         return;
-    s->stats->dispatch_reverted += r.reverted;
-    s->n_settle = s->n_revert = 0;
+    }
+    settle_batch_t r = {.s = s, .due = due};
+    if (dbc_statement(s->settle_db, "recording how dispatches ended", settle_work, &r) == DBC_OK) {
+        s->stats->dispatch_reverted += r.reverted;
+        size_t kept = 0;
+        for (size_t i = 0; i < s->n_settle; i++)
+            if (!due[i])
+                s->settle[kept++] = s->settle[i];
+        s->n_settle = kept;
+        s->n_revert = 0; /* refusals are always due */
+    }
+    free(due);
+}
+
+void sched_flush_reverts(sched_t *s)
+{
+    sched_flush(s, true);
 }
 
 /* Log the publish breaker's state changes as the scheduler sees them: it can stay open for a
@@ -615,8 +655,8 @@ size_t sched_pending_reverts(const sched_t *s)
 
 int sched_tick(sched_t *s)
 {
-    sched_flush_reverts(s);
-    if (s->n_settle > 0)
+    sched_flush(s, false);
+    if (s->n_revert > 0)
         return -1; /* the database is not taking writes: do not claim more */
     if (breaker_blocks(s))
         return -1;
@@ -630,13 +670,14 @@ int sched_tick(sched_t *s)
     size_t dispatched = 0;
     for (size_t i = 0; i < b.n; i++)
         dispatched += b.jobs[i].scheduled;
+    s->stats->happy[EXEC_REQUESTED][EXEC_SCHEDULED] += dispatched; /* committed */
     if (s->fault_exit_after_commit && dispatched > 0) {
         log_kv(LOG_WARN, "WARREN_FAULT=exit_after_commit: SIGKILL after the COMMIT", NULL);
         raise(SIGKILL);
     }
     declare_pinned(s, &b);
     publish(s, &b);
-    sched_flush_reverts(s);
+    sched_flush(s, false);
     note_breaker(s, mq_breaker(s->pub)->state);
     batch_free(&b);
     /* A full batch that dispatched something: more may be waiting, go again at once. */

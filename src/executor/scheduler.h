@@ -24,11 +24,17 @@ typedef struct declared_set {
 #define SCHED_UNCONFIRMED_REASON                                                                   \
     "last dispatch was not confirmed by the broker; it will be dispatched again"
 
+/* A confirm is recorded (dispatch_confirmed_at) this long after it came, and only on a row
+ * still scheduled: by then the worker's report has usually moved the row on, and the confirm
+ * costs no row version (docs/executor.md). Well below executor.unconfirmed_timeout_ms. */
+#define SCHED_CONFIRM_DEFER_MS 500
+
 /* How one publish ended, to be recorded: confirmed, or back to requested. */
 typedef struct sched_settle {
     int64_t id;
     int attempt;
     bool confirmed;
+    int64_t at_ms; /* monotonic, when the broker answered */
 } sched_settle_t;
 
 typedef struct sched {
@@ -59,8 +65,8 @@ void sched_free(sched_t *s);
  * went out), 0 when it should wait executor.poll_interval_ms, -1 when it did not run
  * (breaker open, database unavailable). */
 int sched_tick(sched_t *s);
-/* Record the publish outcomes not recorded yet: confirmations, and refused dispatches moved
- * back to requested. */
+/* Record every publish outcome not recorded yet, due or not (the drain): confirmations, and
+ * refused dispatches moved back to requested. */
 void sched_flush_reverts(sched_t *s);
 /* Refused dispatches not moved back yet (they stay scheduled and unconfirmed if the executor
  * stops: the monitor returns them to requested). */

@@ -41,6 +41,9 @@ void stats_merge(executor_stats_t *dst, const executor_stats_t *src)
     metrics_hist_merge(&dst->dispatch_latency, &src->dispatch_latency);
     metrics_hist_merge(&dst->submit_to_start, &src->submit_to_start);
     metrics_hist_merge(&dst->start_to_end, &src->start_to_end);
+    for (int f = 0; f < EXEC_STATUS_COUNT; f++)
+        for (int t = 0; t < EXEC_STATUS_COUNT; t++)
+            dst->happy[f][t] += src->happy[f][t];
     for (size_t i = 0; i < src->n_reasons; i++)
         stats_dead_letter(dst, src->dead_letters[i].reason, src->dead_letters[i].count);
     dst->dead_letters_other += src->dead_letters_other;

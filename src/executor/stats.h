@@ -7,6 +7,7 @@
 
 #include "warren/breaker.h"
 #include "warren/common.h"
+#include "warren/exec_status.h"
 #include "warren/metrics.h"
 
 #define STATS_MAX_REASONS 24
@@ -61,6 +62,10 @@ typedef struct executor_stats {
     metrics_hist_t dispatch_latency; /* seconds of one publish batch, write to last confirm */
     metrics_hist_t submit_to_start;  /* seconds from created_at to started_at */
     metrics_hist_t start_to_end;     /* seconds from started_at to ended_at */
+    /* The happy path's steps this executor made ([from][to]: requested -> scheduled, scheduled
+     * -> running, scheduled or running -> completed), which the history does not store (schema
+     * 029); warren_execution_transitions_total adds them to what it counts there. */
+    uint64_t happy[EXEC_STATUS_COUNT][EXEC_STATUS_COUNT];
     struct {
         char reason[64];
         uint64_t count;

@@ -182,10 +182,10 @@ chaos_none "executions that are not the plan's" \
     "select id from executions e where not exists
         (select 1 from chaos_plan p where e.params->>'chaos' = p.i::text)"
 chaos_none "completed more than once in one attempt (id attempt count)" \
-    "select execution_id, attempt, count(*) from execution_events where to_status = 'completed'
+    "select execution_id, attempt, count(*) from execution_history where to_status = 'completed'
      group by execution_id, attempt having count(*) > 1"
 chaos_none "completed in more than one attempt (id attempts)" \
-    "select execution_id, string_agg(attempt::text, ',') from execution_events
+    "select execution_id, string_agg(attempt::text, ',') from execution_history
      where to_status = 'completed' group by execution_id having count(distinct attempt) > 1"
 chaos_none "failures without a reason (id status)" \
     "select id, status from executions
@@ -212,7 +212,7 @@ reasons=$(psql_q "select coalesce(string_agg(n || ' ' || e, '; ' order by n desc
           from executions where status <> 'completed' group by 1) r")
 traces=$(psql_q "select coalesce(string_agg(reason || '=' || n, ' ' order by reason), 'none')
     from (select reason, count(*) n from dead_letters group by reason) d")
-late=$(psql_q "select count(*) from execution_events where note = 'late completion'")
+late=$(psql_q "select count(*) from execution_history where note = 'late completion'")
 echo "chaos: seed=$SEED executions=$N $(chaos_counts) late_completions=$late dead_letters: $traces; took $((SECONDS - t0)) s"
 log "non-completed by reason: $reasons"
 pass

@@ -24,8 +24,8 @@ expect 200 POST "/api/v1/executions/$id/cancel"
 assert_eq "cancelled|ops" "$(jq -r '"\(.status)|\(.cancelled_by)"' <<<"$CALL_BODY")" "answer"
 assert_eq "cancelled|ops|t" "$(exec_field "$id" "status, cancelled_by, ended_at is not null")" "row"
 assert_eq "requested>cancelled" \
-    "$(psql_q "select string_agg(coalesce(from_status, '') || '>' || to_status, ',' order by id)
-               from execution_events where execution_id = $id and from_status is not null")" "history"
+    "$(psql_q "select string_agg(coalesce(from_status, '') || '>' || to_status, ',' order by seq)
+               from execution_history where execution_id = $id and from_status is not null")" "history"
 expect 409 POST "/api/v1/executions/$id/cancel"
 expect 404 POST /api/v1/executions/999999999999/cancel
 expect 400 POST "/api/v1/executions/$id/cancel" '{"reason": 1}'
@@ -56,9 +56,9 @@ log "the worker's cancelled report ends it; a late completion stays in the histo
 report "$w" "$rid" 3 cancelled null "Cancelled by request"
 wait_until 10 "[ \"\$(exec_field $rid status)\" = cancelled ]"
 report "$w" "$rid" 3 completed '{"late": true}'
-wait_until 10 "[ \"\$(psql_q \"select count(*) from execution_events where execution_id = $rid and not applied\")\" = 1 ]"
+wait_until 10 "[ \"\$(psql_q \"select count(*) from execution_history where execution_id = $rid and not applied\")\" = 1 ]"
 assert_eq "cancelled|completed|reported after the cancel; not applied" \
-    "$(psql_q "select from_status, to_status, note from execution_events where execution_id = $rid and not applied")" \
+    "$(psql_q "select from_status, to_status, note from execution_history where execution_id = $rid and not applied")" \
     "late report kept"
 assert_eq "cancelled|" "$(exec_field "$rid" "status, result")" "the row did not change"
 

@@ -34,8 +34,8 @@ log "process group gone after $((($(date +%s%N) - t0) / 1000000)) ms"
 wait_until 10 "[ \"\$(exec_field $id status)\" = cancelled ]"
 assert_eq "cancelled|ops" "$(exec_field "$id" "status, cancelled_by")" "row"
 assert_eq "running>canceling,canceling>cancelled" \
-    "$(psql_q "select string_agg(from_status || '>' || to_status, ',' order by id)
-               from execution_events where execution_id = $id and from_status in ('running', 'canceling')")" \
+    "$(psql_q "select string_agg(from_status || '>' || to_status, ',' order by seq)
+               from execution_history where execution_id = $id and from_status in ('running', 'canceling')")" \
     "history"
 
 log "a running in-process handler: its cancel flag ends it"

@@ -54,7 +54,7 @@ assert_eq "manually_resolved|ops|2" "$(jq -r '"\(.resolution)|\(.resolved_by)|\(
 wait_until 20 "[ \"\$(exec_field $id status)\" = completed ]"
 assert_eq "$w|3|1|{\"n\": 7}" "$(exec_field "$id" "worker, attempt, redrive_count, result")" \
     "the new attempt completed on the live worker"
-assert_contains "$(psql_q "select note from execution_events where execution_id = $id and to_status = 'requested'
+assert_contains "$(psql_q "select note from execution_history where execution_id = $id and to_status = 'requested'
     and from_status = 'failed'")" "redrive of dead letter $dl by ops" "history notes the redrive"
 expect 409 POST "/api/v1/dead-letters/$dl/redrive"
 assert_contains "$CALL_BODY" "redriven already" "a record is redriven at most once"
@@ -68,7 +68,7 @@ p1=$!
 "$WARREN_BIN" dlq redrive "$dl2" --worker "$w" >"$TEST_TMP/r2" 2>&1 || true
 wait "$p1"
 assert_eq 1 "$(psql_q "select redrive_count from executions where id = $id2")" "one redrive"
-assert_eq 1 "$(psql_q "select count(*) from execution_events where execution_id = $id2 and to_status = 'requested'
+assert_eq 1 "$(psql_q "select count(*) from execution_history where execution_id = $id2 and to_status = 'requested'
     and from_status = 'failed'")" "one new attempt"
 wait_until 20 "[ \"\$(exec_field $id2 status)\" = completed ]"
 

@@ -4,11 +4,7 @@
 require_stack
 
 # A database of our own: no executor ever touches these rows, and no other test sees them.
-db=$(unique_name cli | tr -c 'a-z0-9\n' '_')
-base_url=$WARREN__DATABASE__URL
-psql_q "CREATE DATABASE $db"
-on_exit psql -X -q "$base_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
-export WARREN__DATABASE__URL="${base_url%/*}/$db"
+private_database cli
 "$WARREN_BIN" migrate >"$TEST_TMP/migrate.out"
 export WARREN__LOG__LEVEL=warn
 
@@ -192,6 +188,6 @@ assert_contains "$(cat "$TEST_TMP/err")" "still requested after waiting 1s"
 assert_eq requested "$(psql_q "SELECT status FROM executions WHERE id = $(head -n 1 "$TEST_TMP/out")")"
 
 log "a database that cannot be reached is a runtime error (1)"
-assert_eq 1 "$(WARREN__DATABASE__URL="${base_url%/*}/no_such_db_$$" rc_of "${W[@]}" list)" "no database"
+assert_eq 1 "$(WARREN__DATABASE__URL="${WARREN__DATABASE__URL%/*}/no_such_db_$$" rc_of "${W[@]}" list)" "no database"
 assert_contains "$(cat "$TEST_TMP/err")" "warren list:"
 pass

@@ -36,7 +36,7 @@ kill -0 "$EXEC_PID" || fail "the executor died with the broker"
 stack rabbit-start
 wait_until 40 "[ \"\$(psql_q \"select count(*) from executions where id in ($id_list) and status = 'scheduled'\")\" = 3 ]"
 wait_until 10 "[ \"\$(queue_messages 'worker.$w.executions')\" = 3 ]"
-assert_eq 0 "$(psql_q "select count(*) from execution_events where execution_id in ($id_list)
+assert_eq 0 "$(psql_q "select count(*) from execution_history where execution_id in ($id_list)
     and to_status not in ('requested', 'scheduled')")" "never failed, only back and forth"
 wait_log ex '"publish breaker closed: dispatching again"' 5
 # The consumers came back too: a heartbeat is recorded again.

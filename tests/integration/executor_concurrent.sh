@@ -29,7 +29,7 @@ assert_eq "200|1|1|$w" "$(psql_q "select count(*), min(attempt), max(attempt), s
     from executions where action_ref = '$action'")" "rows: each scheduled once"
 assert_eq "200 200" "$(queue_get "$queue" 200 | jq -r '[.[].payload | fromjson | .payload.execution_id] | "\(length) \(unique | length)"')" \
     "one dispatch per execution"
-assert_eq 200 "$(psql_q "select count(*) from execution_events e join executions x on x.id = e.execution_id
+assert_eq 200 "$(psql_q "select count(*) from execution_history e join executions x on x.id = e.execution_id
     where x.action_ref = '$action' and e.to_status = 'scheduled'")" "one scheduled event each"
 
 exec_stop "$pid1" ex1

@@ -18,7 +18,7 @@ ids=$(psql_q "insert into executions (action_ref, pinned_worker)
     select 'core.noop', '$w' from generate_series(1, 300) returning id" | paste -sd, -)
 wait_until 60 "[ \"\$(psql_q \"select count(*) from executions where id in ($ids)
     and status = 'completed'\")\" = 300 ]"
-assert_eq "300|300" "$(psql_q "select count(*), count(distinct id) from execution_events
+assert_eq "300|300" "$(psql_q "select count(*), count(distinct execution_id) from execution_history
     where execution_id in ($ids) and to_status = 'completed'")" "each completed once"
 # One at a time, as at light load: the worker's completion usually arrives before the confirm.
 for i in $(seq 40); do

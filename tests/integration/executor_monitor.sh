@@ -54,8 +54,8 @@ report "$bye" "$left" 2 completed '{"other": "attempt"}'
 wait_until 10 "[ \"\$(exec_field $lost status)\" = completed ]"
 assert_eq '{"late": true}|' "$(exec_field "$lost" "result, error")" "late completion applied"
 assert_eq "running>abandoned:,abandoned>completed:late completion" \
-    "$(psql_q "select string_agg(from_status || '>' || to_status || ':' || coalesce(note, ''), ',' order by id)
-               from execution_events where execution_id = $lost and from_status in ('running', 'abandoned')")" \
+    "$(psql_q "select string_agg(from_status || '>' || to_status || ':' || coalesce(note, ''), ',' order by seq)
+               from execution_history where execution_id = $lost and from_status in ('running', 'abandoned')")" \
     "history of the late completion"
 assert_contains "$("$WARREN_BIN" get "$lost")" "late completion" "warren get shows the note"
 assert_eq abandoned "$(exec_field "$left" status)" "another attempt's completion changed nothing"

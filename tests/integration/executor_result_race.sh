@@ -38,8 +38,8 @@ wait "$holder" || fail "the transaction holding the row failed"
 wait_until 10 "[ \"\$(exec_field $id status)\" = failed ]"
 assert_eq "failed|handler exited with code 3|1" "$(exec_field "$id" "status, error, attempt")" "row"
 assert_eq "scheduled>running running>failed" \
-    "$(psql_q "select string_agg(from_status || '>' || to_status, ' ' order by id)
-               from execution_events where execution_id = $id and from_status is not null")" \
+    "$(psql_q "select string_agg(from_status || '>' || to_status, ' ' order by seq)
+               from execution_history where execution_id = $id and from_status is not null")" \
     "history"
 exec_stop "$EXEC_PID" ex
 assert_eq 0 "$(stat_of "$EXEC_STATS" results_stale)" "nothing counted stale"

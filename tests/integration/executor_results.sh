@@ -27,7 +27,7 @@ wait_until 10 "[ \"\$(exec_field $id status)\" = completed ]"
 assert_eq '{"text": "déjà vu", "answer": 42}|t|t|t' \
     "$(exec_field "$id" "result, started_at <= ended_at, ended_at is not null, error is null")" "completed row"
 assert_eq "requested,scheduled,running,completed" \
-    "$(psql_q "select string_agg(to_status, ',' order by id) from execution_events where execution_id = $id")" \
+    "$(psql_q "select string_agg(to_status, ',' order by seq) from execution_history where execution_id = $id")" \
     "history"
 
 # Unreadable messages in the results queue are stored as dead letters and acked (a completion

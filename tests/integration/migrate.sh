@@ -142,7 +142,7 @@ psql_q "UPDATE executions SET status = 'completed', result = '{}' WHERE id = $id
 assert_eq "t" "$(psql_q "SELECT ended_at IS NOT NULL AND updated_at >= created_at FROM executions WHERE id = $id")" \
     "terminal status stamps ended_at"
 assert_eq "requested,running,completed" \
-    "$(psql_q "SELECT string_agg(to_status, ',' ORDER BY id) FROM execution_events WHERE execution_id = $id")" \
+    "$(psql_q "SELECT string_agg(to_status, ',' ORDER BY seq) FROM execution_history WHERE execution_id = $id")" \
     "history of the execution"
 msg=$(psql_fails "INSERT INTO workers (id, capacity, heartbeat_interval_s, status) VALUES ('w1', 2, 5, 'zombie')")
 assert_contains "$msg" "workers_status_check"

@@ -40,14 +40,14 @@ fallback=$("$WARREN_BIN" submit "$action" --params '{"pinned": 2}' --worker "$a"
 unpinned=$(IFS=,; echo "${ids[*]}")
 all="${ids[*]} $pinned $fallback"
 all=${all// /,}
-wait_until 15 "[ \"\$(psql_q \"select count(*) from execution_attempts where execution_id in ($all)
+wait_until 15 "[ \"\$(psql_q \"select count(*) from execution_attempt_history where execution_id in ($all)
                                and outcome = 'worker_lost'\")\" = 6 ]"
-assert_eq "$a" "$(psql_q "select string_agg(distinct worker, ',') from execution_attempts where execution_id in ($all)")" \
+assert_eq "$a" "$(psql_q "select string_agg(distinct worker, ',') from execution_attempt_history where execution_id in ($all)")" \
     "every first attempt went to the dead worker"
 [ -n "$(psql_q "select suspect_since from workers where id = '$a'")" ] || fail "the dead worker is not suspect"
 assert_eq "failed|Worker queue TTL expired|pinned" \
     "$(psql_q "select e.status || '|' || e.error || '|' || a.decision from executions e
-               join execution_attempts a on a.execution_id = e.id where e.id = $pinned")" \
+               join execution_attempt_history a on a.execution_id = e.id where e.id = $pinned")" \
     "pinned without a fallback: as before"
 
 start_live_worker b rescuer

@@ -39,12 +39,12 @@ assert_eq "worker_unavailable" "$(psql_q "select string_agg(distinct investigati
 for id in "${ids[@]}"; do
     assert_eq "requested|1|worker_lost retry Worker $a retired with this dispatch still queued" \
         "$(psql_q "select e.status || '|' || e.retries || '|' || a.outcome || ' ' || a.decision || ' ' || a.error
-                   from executions e join execution_attempts a on a.execution_id = e.id where e.id = $id")" \
+                   from executions e join execution_attempt_history a on a.execution_id = e.id where e.id = $id")" \
         "unpinned execution $id: retried"
 done
 assert_eq "failed|Worker $a retired with this dispatch still queued|not_retryable" \
     "$(psql_q "select e.status || '|' || e.error || '|' || a.decision from executions e
-               join execution_attempts a on a.execution_id = e.id where e.id = $pinned")" \
+               join execution_attempt_history a on a.execution_id = e.id where e.id = $pinned")" \
     "the pinned execution fails saying why (its policy allows one attempt)"
 assert_eq retired "$("$WARREN_BIN" workers --json | jq -r --arg a "$a" '.[] | select(.id == $a) | .state')" \
     "warren workers says retired"

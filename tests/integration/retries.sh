@@ -37,17 +37,17 @@ jq -e '.attempts[0].delay_ms >= 0 and .attempts[0].delay_ms <= 300
     fail "delays out of bounds: $(jq -c '[.attempts[].delay_ms]' <<<"$doc")"
 for n in 0 1; do
     gap=$(psql_q "select (extract(epoch from b.scheduled_at - a.ended_at) * 1000)::int - a.delay_ms
-                  from execution_attempts a join execution_attempts b
+                  from execution_attempt_history a join execution_attempt_history b
                     on b.execution_id = a.execution_id and b.attempt = a.attempt + 1
                   where a.execution_id = $id and a.attempt = $((n + 1))")
     log "attempt $((n + 1)) -> $((n + 2)): dispatched ${gap} ms after it was due"
     [ "$gap" -ge -5 ] || fail "attempt $((n + 2)) went out ${gap} ms before its due time"
 done
 assert_eq '{"attempt": 3}' "$(exec_field "$id" result::text)" "the handler's result"
-history=$(psql_q "select string_agg(coalesce(from_status, '-') || '>' || to_status, ' ' order by id)
-                  from execution_events where execution_id = $id")
+history=$(psql_q "select string_agg(coalesce(from_status, '-') || '>' || to_status, ' ' order by seq)
+                  from execution_history where execution_id = $id")
 assert_contains "$history" "running>failed failed>requested" "history shows the retry"
-assert_contains "$(psql_q "select note from execution_events where execution_id = $id and from_status = 'failed' limit 1")" \
+assert_contains "$(psql_q "select note from execution_history where execution_id = $id and from_status = 'failed' limit 1")" \
     "retry due" "the history's note"
 
 # ---- attempts exhausted: failed with max_retries_exceeded holding every attempt ----
@@ -67,7 +67,7 @@ wait_until 20 "[ \"\$(exec_field $id3 status)\" = failed ]"
 sleep 1
 assert_eq "failed 1" "$(psql_q "select status || ' ' || attempt from executions where id = $id3")" \
     "a plain failure is not retried"
-assert_eq "failed not_retryable" "$(psql_q "select outcome || ' ' || decision from execution_attempts where execution_id = $id3")"
+assert_eq "failed not_retryable" "$(psql_q "select outcome || ' ' || decision from execution_attempt_history where execution_id = $id3")"
 assert_eq 0 "$(psql_q "select count(*) from dead_letters where execution_id = $id3")" "no dead letter"
 
 # ---- manual retry: a failed execution completes; a completed one is refused ----
@@ -105,7 +105,7 @@ rid=$(psql_q "insert into executions (action_ref, status, worker, attempt, retri
 report "$w" "$rid" 1 failed null "a redelivered copy"
 sleep 2
 assert_eq "requested|1|0" \
-    "$(psql_q "select status || '|' || attempt || '|' || (select count(*) from execution_attempts
+    "$(psql_q "select status || '|' || attempt || '|' || (select count(*) from execution_attempt_history
                where execution_id = $rid) from executions where id = $rid")" \
     "a redelivered completion of the retried attempt does not fail the retry"
 assert_contains "$("$WARREN_BIN" get "$rid")" "retry attempt due at" "warren get says what it waits for"

@@ -22,19 +22,19 @@ heartbeat_seen "$w" "$action" "$N" 60
 psql_q "insert into executions (action_ref, retry_max_attempts, retry_on)
         select '$action', 2, 'worker_lost' from generate_series(1, $N)" >/dev/null
 # Dispatched to the worker, which never consumes: they expire together.
-wait_until 60 "[ \"\$(psql_q \"select count(*) from execution_attempts a join executions e
+wait_until 60 "[ \"\$(psql_q \"select count(*) from execution_attempt_history a join executions e
                                on e.id = a.execution_id where e.action_ref = '$action'\")\" = $N ]"
 stats=$(psql_q "select count(*) filter (where a.decision = 'retry'),
                        round(extract(epoch from max(a.ended_at) - min(a.ended_at))::numeric, 1),
                        round(extract(epoch from max(a.next_due_at) - min(a.next_due_at))::numeric, 1)
-                from execution_attempts a join executions e on e.id = a.execution_id
+                from execution_attempt_history a join executions e on e.id = a.execution_id
                 where e.action_ref = '$action'")
 IFS='|' read -r retried failed_over due_over <<<"$stats"
 assert_eq "$N" "$retried" "every expired dispatch was retried"
 hist=$(psql_q "select string_agg(coalesce(c, 0)::text, ' ' order by b) from generate_series(0, $((BUCKETS - 1))) b
                left join (select least(width_bucket(a.delay_ms, 0, $WINDOW_MS, $BUCKETS) - 1, $((BUCKETS - 1))) as k,
                                  count(*) as c
-                          from execution_attempts a join executions e on e.id = a.execution_id
+                          from execution_attempt_history a join executions e on e.id = a.execution_id
                           where e.action_ref = '$action' group by 1) h on h.k = b")
 log "histogram of retry delays, $BUCKETS buckets of $((WINDOW_MS / BUCKETS)) ms: $hist"
 log "the $N attempts ended within ${failed_over} s; their retries are due over ${due_over} s"

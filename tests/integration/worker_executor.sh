@@ -49,11 +49,11 @@ assert_contains "$(exec_field "$slow_id" error)" "timed out after 1 s"
 # reports it (scheduled -> completed), with the worker's start time.
 wait_until 20 settled "$noop_id" completed
 assert_eq "requested scheduled completed|t|{}" \
-    "$(psql_q "select string_agg(to_status, ' ' order by id) from execution_events where execution_id = $noop_id")|$(exec_field "$noop_id" "started_at is not null and started_at <= ended_at")|$(exec_field "$noop_id" result)" \
+    "$(psql_q "select string_agg(to_status, ' ' order by seq) from execution_history where execution_id = $noop_id")|$(exec_field "$noop_id" "started_at is not null and started_at <= ended_at")|$(exec_field "$noop_id" result)" \
     "core.noop: completion without a running status"
 for id in "$echo_id" "$fail_id" "$slow_id"; do
     assert_eq "requested scheduled running $(exec_field "$id" status)" \
-        "$(psql_q "select string_agg(to_status, ' ' order by id) from execution_events where execution_id = $id")" \
+        "$(psql_q "select string_agg(to_status, ' ' order by seq) from execution_history where execution_id = $id")" \
         "history of $id"
 done
 wait_settled "worker.$w.executions"

@@ -203,6 +203,16 @@ unique_name() {
     printf '%s-%s-%s-%s%s' "$1" "$TEST_NAME" "$$" "$_T_SEQ" "$RANDOM"
 }
 
+# private_database PREFIX: a database of the test's own on the stack's server, dropped at exit;
+# WARREN__DATABASE__URL names it from then on (not migrated: exec_start or the test does that).
+private_database() {
+    local db base_url=$WARREN__DATABASE__URL
+    db=$(unique_name "$1" | tr -c 'a-z0-9\n' '_')
+    psql_q "CREATE DATABASE $db"
+    on_exit psql -X -q "$base_url" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)"
+    export WARREN__DATABASE__URL="${base_url%/*}/$db"
+}
+
 # --- assertions and waiting --------------------------------------------------------------------
 
 assert_eq() {
