@@ -21,9 +21,9 @@ static bool loopback_only(const char *listen)
     return !strncmp(host, "127.", 4) || !strcmp(host, "localhost") || !strcmp(host, "::1");
 }
 
-static int add_routes(executor_t *x)
+static int add_routes(api_t *x)
 {
-    http_server_t *s = x->api;
+    http_server_t *s = x->server;
     const int W = HTTP_WAITS; /* API routes read the database: each request on a fiber */
     return http_route(s, HTTP_GET, "/livez", api_livez, x) ||
            http_route(s, HTTP_GET, "/readyz", api_readyz, x) ||
@@ -46,17 +46,10 @@ static int add_routes(executor_t *x)
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x);
 }
 
-int api_start(executor_t *x)
+int api_start(api_t *x)
 {
     const warren_config_t *cfg = x->cfg;
     char err[ERRBUF_SIZE];
-    metrics_init(&x->metrics);
-    if (stats_register(&x->stats, &x->metrics) != 0 ||
-        metrics_add_collector(&x->metrics, api_collect_parts, x) != 0 ||
-        metrics_add_collector(&x->metrics, gauges_collect, x) != 0) {
-        log_kv(LOG_ERROR, "out of memory", NULL);
-        return -1;
-    }
     if (!cfg->api.listen || !*cfg->api.listen) {
         log_kv(LOG_INFO, "api.listen is empty: no HTTP API, health or metrics", NULL);
         return 0;
@@ -81,12 +74,12 @@ int api_start(executor_t *x)
                             .max_body_bytes = (size_t)cfg->api.max_body_bytes,
                             .read_timeout_s = cfg->api.read_timeout_s,
                             .idle_timeout_s = cfg->api.idle_timeout_s};
-    x->api = http_new(x->base, "api", &limits);
-    if (!x->api || add_routes(x) != 0) {
+    x->server = http_new(x->base, "api", &limits);
+    if (!x->server || add_routes(x) != 0) {
         log_kv(LOG_ERROR, "cannot set up the HTTP API", NULL);
         return -1;
     }
-    if (http_listen(x->api, cfg->api.listen, err, sizeof err) != 0) {
+    if (http_listen(x->server, cfg->api.listen, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot start the HTTP API", "error", err, NULL);
         return -1;
     }
@@ -97,10 +90,10 @@ int api_start(executor_t *x)
     return 0;
 }
 
-int api_keys_prepare(executor_t *x, const warren_config_t *loaded, char *err, size_t errlen)
+int api_keys_prepare(api_t *x, const warren_config_t *loaded, char *err, size_t errlen)
 {
     api_keys_free(&x->keys_next);
-    if (!x->api)
+    if (!x->server)
         return 0;
     if (api_keys_load(&x->keys_next, loaded, err, errlen) != 0)
         return -1;
@@ -115,9 +108,9 @@ int api_keys_prepare(executor_t *x, const warren_config_t *loaded, char *err, si
     return 0;
 }
 
-void api_keys_take(executor_t *x)
+void api_keys_take(api_t *x)
 {
-    if (!x->api)
+    if (!x->server)
         return;
     api_keys_free(&x->keys);
     x->keys = x->keys_next;
@@ -136,11 +129,10 @@ void api_keys_take(executor_t *x)
                "listen", x->cfg->api.listen, NULL);
 }
 
-void api_stop(executor_t *x)
+void api_stop(api_t *x)
 {
-    http_free(x->api);
-    x->api = NULL;
+    http_free(x->server);
+    x->server = NULL;
     api_keys_free(&x->keys);
     api_keys_free(&x->keys_next);
-    metrics_free(&x->metrics);
 }

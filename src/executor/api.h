@@ -1,33 +1,74 @@
 /*
- * What the executor's API handlers share (api_request.c; used by api_exec.c, api_dlq.c, cancel.c
- * and the others): authorisation, one statement in one transaction on the API's lane with the
- * database's failures turned into HTTP answers, and reading a JSON body. Each returns false
- * after it has answered the request.
+ * The executor's HTTP API (docs/api.md): its context, its start and keys (api.c, the route
+ * table), and what its handlers share (api_request.c; used by api_exec.c, api_dlq.c,
+ * api_cancel.c and the others): authorisation, one statement in one transaction on the API's
+ * lane with the database's failures turned into HTTP answers, and reading a JSON body. Each
+ * returns false after it has answered the request.
  */
 #ifndef WARREN_EXECUTOR_API_H
 #define WARREN_EXECUTOR_API_H
 
+#include <event2/event.h>
 #include <json-c/json.h>
 #include <libpq-fe.h>
-#include "executor/executor.h"
+#include "executor/api_keys.h"
+#include "executor/cancel.h"
+#include "executor/consumer.h"
+#include "executor/dbconn.h"
+#include "executor/stats.h"
+#include "warren/config.h"
+#include "warren/http.h"
+#include "warren/metrics.h"
+#include "warren/mq.h"
 
 /* The name recorded for requests when no key is configured (loopback only). */
 #define API_ANONYMOUS "anonymous"
 
+/* What the HTTP server and its handlers use (the argument of every route): the executor lends
+ * its lanes, clients, counters and parts to report on; the server and its keys are the API's. */
+typedef struct api {
+    warren_config_t *cfg; /* borrowed: api.*, and what the handlers read */
+    struct event_base *base;
+    dbc_pool_t *api_reads, *api_writes; /* borrowed: GET; POST and PATCH */
+    const dbc_lanes_t *lanes;           /* borrowed: /readyz and /metrics report on them */
+    const consumer_set_t *consumers;    /* borrowed: the same */
+    mq_client_t *pub;                   /* borrowed: its breaker, blocked or not */
+    executor_stats_t *stats;            /* borrowed */
+    cancel_sender_t *cancel;            /* borrowed: the control message of a cancel */
+    metrics_registry_t *metrics;        /* borrowed: what /metrics renders */
+    const bool *draining;               /* borrowed: the executor drains (503 to new requests) */
+    const int64_t *loop_beat_ms;        /* borrowed: the loop's last pump tick (/livez) */
+    http_server_t *server;              /* owned; NULL while api.listen is "" */
+    api_keys_t keys;
+    api_keys_t keys_next; /* read by a reload's prepare step, taken by its apply step */
+} api_t;
+
+/* The HTTP server on api.listen (none when ""): API routes, /livez, /readyz, /metrics. -1
+ * (logged) when keys or the address are wrong. Free with api_stop(), also after a failure. */
+int api_start(api_t *x) WARN_UNUSED;
+void api_stop(api_t *x);
+/* SIGHUP: before anything changes, read the keys the loaded configuration names (api.keys,
+ * api.keys_file: the file's text may have changed with no key of the configuration) and check
+ * them as api_start does; -1 with the problem in err refuses the reload. Nothing while the API
+ * is off (api.listen needs a restart). */
+int api_keys_prepare(api_t *x, const warren_config_t *loaded, char *err, size_t errlen) WARN_UNUSED;
+/* After the reload: the prepared keys replace the running ones; logs their number and names. */
+void api_keys_take(api_t *x);
+
 /* The request's key allows it (a write key for write; for a read, any key, or none unless
  * api.auth_reads). who gets the key's name. 401 without a key, 403 for a wrong key or a read
  * key on a write. */
-bool api_authorize(executor_t *x, http_req_t *r, bool write, char *who, size_t wholen);
+bool api_authorize(api_t *x, http_req_t *r, bool write, char *who, size_t wholen);
 
 /* Run sql in a transaction of its own; *out gets its result (the caller PQclear()s it).
  * 503 with Retry-After while the database is unreachable, 400 when it refused the input,
  * 500 for anything else. */
-bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
+bool api_query(api_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
                const char *const *params, PGresult **out);
 
 /* api_query's answers for any transaction: fn runs inside one, its failures become 503, 400
  * or 500. */
-bool api_transaction(executor_t *x, http_req_t *r, const char *what, dbc_work_fn fn, void *arg);
+bool api_transaction(api_t *x, http_req_t *r, const char *what, dbc_work_fn fn, void *arg);
 
 #define API_CURSOR_PREFIX "c1."
 #define API_LIST_DEFAULT_LIMIT 100
@@ -70,7 +111,7 @@ bool api_no_fields(http_req_t *r, const char *what);
 
 /* POST /api/v1/executions/{id}/VERB (cancel, retry): a write key (who gets its name), the id,
  * no fields; false once the answer is sent. */
-bool api_execution_verb(executor_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
+bool api_execution_verb(api_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
                         int64_t *id, char *text, size_t textlen);
 /* The path parameter at i as an execution id; 400 when it is none. */
 bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen);

@@ -89,8 +89,8 @@ static int filtered_fn(PGconn *db, void *arg, char *err, size_t errlen)
 }
 
 /* api_query for filtered_fn's statements. */
-static bool filtered_query(executor_t *x, http_req_t *r, const char *what, const char *sql,
-                           int nparams, const char *const *params, PGresult **out)
+static bool filtered_query(api_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
+                           const char *const *params, PGresult **out)
 {
     filtered_work_t w = {.sql = sql, .nparams = nparams, .params = params};
     if (api_transaction(x, r, what, filtered_fn, &w)) {
@@ -103,7 +103,7 @@ static bool filtered_query(executor_t *x, http_req_t *r, const char *what, const
 
 void api_dl_list(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     static const char *const allowed[] = {"resolution",   "reason", "queue", "action",
                                           "execution_id", "since",  "until", "q",
                                           "limit",        "cursor", NULL};
@@ -135,7 +135,7 @@ void api_dl_list(http_req_t *r, void *arg)
 
 void api_dl_stats(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1];
     char *filter = NULL;
     if (!api_authorize(x, r, false, who, sizeof who) || !query_filter(r, filter_keys, &filter))
@@ -148,7 +148,7 @@ void api_dl_stats(http_req_t *r, void *arg)
     free(filter);
 }
 
-static void show(executor_t *x, http_req_t *r, const char *id)
+static void show(api_t *x, http_req_t *r, const char *id)
 {
     const char *p[] = {id};
     PGresult *res = NULL;
@@ -161,7 +161,7 @@ static void show(executor_t *x, http_req_t *r, const char *id)
     PQclear(res);
 }
 
-static void patch(executor_t *x, http_req_t *r, const char *id)
+static void patch(api_t *x, http_req_t *r, const char *id)
 {
     char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE];
     if (!api_authorize(x, r, true, who, sizeof who))
@@ -190,7 +190,7 @@ static void patch(executor_t *x, http_req_t *r, const char *id)
 
 void api_dl_one(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id_text[24];
     int64_t id;
     if (r->method == HTTP_GET && !api_authorize(x, r, false, who, sizeof who))
@@ -240,7 +240,7 @@ static bool redrive_body(http_req_t *r, json_object **in, const char **worker, b
 
 void api_dl_redrive(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id_text[24];
     redrive_work_t w = {.by = who};
     json_object *in = NULL;
@@ -252,7 +252,7 @@ void api_dl_redrive(http_req_t *r, void *arg)
     }
     if (api_transaction(x, r, "redriving a dead letter", redrive_fn, &w)) {
         if (w.result == DLQ_REDRIVEN) {
-            x->stats.dead_letters_redriven++;
+            x->stats->dead_letters_redriven++;
             log_kv(LOG_INFO, "dead letter redriven", "id", id_text, "by", who, NULL);
             http_reply_json(r, 200, w.doc);
         } else if (w.result == DLQ_NOT_FOUND) {
@@ -319,7 +319,7 @@ static int bulk_parse(bulk_body_t *b, const char *const *known, bool open_only, 
 /* {"filter": {...}, "expected_count": N} or {"filter": {...}, "dry_run": true}. */
 void api_dl_purge(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE] = "";
     if (!api_authorize(x, r, true, who, sizeof who))
         return;
@@ -378,7 +378,7 @@ static int resolve_fields(json_object *in, const char *who, const char **resolut
  * close the open records the filter matches, if they are exactly N. */
 void api_dl_resolve(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE] = "", note[10200];
     if (!api_authorize(x, r, true, who, sizeof who))
         return;

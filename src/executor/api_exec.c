@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/api.h"
+#include "warren/exec_status.h"
+#include "warren/ids.h"
 #include "warren/jsonfield.h"
 #include "warren/queries.h"
 #include "warren/retry.h"
@@ -131,7 +133,7 @@ static void submitted(http_req_t *r, PGresult *res, bool batch)
     json_object_put(body);
 }
 
-static void submit(executor_t *x, http_req_t *r)
+static void submit(api_t *x, http_req_t *r)
 {
     char who[API_KEY_NAME_MAX + 1];
     if (!api_authorize(x, r, true, who, sizeof who))
@@ -162,7 +164,7 @@ static void submit(executor_t *x, http_req_t *r)
 
 /* ---- reads ---- */
 
-static bool authorize_read(executor_t *x, http_req_t *r)
+static bool authorize_read(api_t *x, http_req_t *r)
 {
     char who[API_KEY_NAME_MAX + 1];
     return api_authorize(x, r, false, who, sizeof who);
@@ -170,7 +172,7 @@ static bool authorize_read(executor_t *x, http_req_t *r)
 
 void api_get_execution(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     int64_t id;
     char id_text[24], factor[16];
     if (!authorize_read(x, r) || !api_execution_id(r, 0, &id, id_text, sizeof id_text))
@@ -206,7 +208,7 @@ static bool filter_text(http_req_t *r, const char *name, size_t max, const char 
     return true;
 }
 
-static bool list_params(executor_t *x, http_req_t *r, const char **p, char *since, char *cursor,
+static bool list_params(api_t *x, http_req_t *r, const char **p, char *since, char *cursor,
                         char *limit)
 {
     static const char *const allowed[] = {"status", "action", "worker", "since",
@@ -239,7 +241,7 @@ static bool list_params(executor_t *x, http_req_t *r, const char **p, char *sinc
 
 void api_list_executions(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     const char *p[6];
     char since[TS_TEXT_MAX], cursor[24], limit[16];
     if (!authorize_read(x, r) || !list_params(x, r, p, since, cursor, limit))
@@ -273,7 +275,7 @@ void api_submit(http_req_t *r, void *arg)
 
 void api_workers(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     static const char *const none[] = {NULL};
     if (!authorize_read(x, r) || !http_query_only(r, none))
         return;

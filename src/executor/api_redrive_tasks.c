@@ -28,7 +28,7 @@ static int create_fn(PGconn *db, void *arg, char *err, size_t errlen)
 }
 
 /* {"filter": {...}, "rate": N, "worker": ID, "unpin": true}; false after answering 400. */
-static bool create_body(executor_t *x, http_req_t *r, json_object *in, json_object **filter,
+static bool create_body(api_t *x, http_req_t *r, json_object *in, json_object **filter,
                         int64_t *rate, const char **worker, bool *unpin)
 {
     static const char *const known[] = {"filter", "rate", "worker", "unpin", NULL};
@@ -47,7 +47,7 @@ static bool create_body(executor_t *x, http_req_t *r, json_object *in, json_obje
     return ok;
 }
 
-static void create(executor_t *x, http_req_t *r)
+static void create(api_t *x, http_req_t *r)
 {
     char who[API_KEY_NAME_MAX + 1];
     if (!api_authorize(x, r, true, who, sizeof who))
@@ -82,7 +82,7 @@ static void create(executor_t *x, http_req_t *r)
     json_object_put(in);
 }
 
-static void list(executor_t *x, http_req_t *r)
+static void list(api_t *x, http_req_t *r)
 {
     static const char *const allowed[] = {"status", "limit", NULL};
     char who[API_KEY_NAME_MAX + 1], limit[16];
@@ -129,7 +129,7 @@ static bool task_id(http_req_t *r, char *text, size_t len)
 
 void api_redrive_task(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id[24];
     if (!api_authorize(x, r, false, who, sizeof who) || !task_id(r, id, sizeof id))
         return;
@@ -146,7 +146,7 @@ void api_redrive_task(http_req_t *r, void *arg)
 
 void api_redrive_task_cancel(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id[24];
     if (!api_authorize(x, r, true, who, sizeof who) || !task_id(r, id, sizeof id))
         return;

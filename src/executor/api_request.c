@@ -10,6 +10,7 @@
 #include <string.h>
 #include "executor/api.h"
 #include "warren/db.h"
+#include "warren/ids.h"
 #include "warren/jsonfield.h"
 #include "warren/log.h"
 #include "warren/utf8.h"
@@ -32,7 +33,7 @@ static const char *request_secret(http_req_t *r)
     return key && *key ? key : NULL;
 }
 
-bool api_authorize(executor_t *x, http_req_t *r, bool write, char *who, size_t wholen)
+bool api_authorize(api_t *x, http_req_t *r, bool write, char *who, size_t wholen)
 {
     if (x->keys.n == 0) { /* no keys: allowed on loopback only, see api_start */
         snprintf(who, wholen, "%s", API_ANONYMOUS);
@@ -87,11 +88,11 @@ static bool lane_busy(http_req_t *r, const char *why)
     return false;
 }
 
-bool api_transaction(executor_t *x, http_req_t *r, const char *what, dbc_work_fn fn, void *arg)
+bool api_transaction(api_t *x, http_req_t *r, const char *what, dbc_work_fn fn, void *arg)
 {
-    if (x->draining)
+    if (*x->draining)
         return lane_busy(r, "the executor is shutting down");
-    dbc_pool_t *pool = r->method == HTTP_GET ? &x->api_reads : &x->api_writes;
+    dbc_pool_t *pool = r->method == HTTP_GET ? x->api_reads : x->api_writes;
     dbconn_t *d = dbc_pool_acquire(pool, now_mono_ms() + x->cfg->api.statement_timeout_ms);
     if (!d)
         return lane_busy(r, "the API's database connections are all busy");
@@ -133,7 +134,7 @@ static int query_fn(PGconn *db, void *arg, char *err, size_t errlen)
     return db_exec(db, q->sql, q->nparams, q->params, &q->res, err, errlen);
 }
 
-bool api_query(executor_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
+bool api_query(api_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
                const char *const *params, PGresult **out)
 {
     query_work_t q = {.sql = sql, .nparams = nparams, .params = params};
@@ -306,7 +307,7 @@ bool api_no_fields(http_req_t *r, const char *what)
     return empty;
 }
 
-bool api_execution_verb(executor_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
+bool api_execution_verb(api_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
                         int64_t *id, char *text, size_t textlen)
 {
     return api_authorize(x, r, true, who, wholen) && api_execution_id(r, 0, id, text, textlen) &&

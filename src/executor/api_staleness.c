@@ -8,7 +8,7 @@
 
 void api_staleness(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     static const char *const allowed[] = {"health", "limit", NULL};
     char who[API_KEY_NAME_MAX + 1], limit[16];
     if (!api_authorize(x, r, false, who, sizeof who) || !http_query_only(r, allowed) ||

@@ -102,6 +102,15 @@ typedef struct consumer_opts {
     void *committed_arg;
 } consumer_opts_t;
 
+/* The consumers an executor runs (results, heartbeats; dead letters and parked dead letters
+ * when dead-lettering is enabled), fixed at start, as the parts that report on them all (the
+ * gauges, /readyz, /metrics) borrow them. */
+#define CONSUMER_SET_MAX 4
+typedef struct consumer_set {
+    consumer_t *c[CONSUMER_SET_MAX]; /* borrowed */
+    size_t n;
+} consumer_set_t;
+
 /* Set up (no I/O). Free with consumer_free(), which leaves unacked deliveries to the broker
  * and may also be given a zeroed consumer_t that was never set up. */
 int consumer_init(consumer_t *c, const consumer_opts_t *o) WARN_UNUSED;

@@ -283,3 +283,31 @@ uint64_t dbc_pool_errors(const dbc_pool_t *p)
         n += p->conns[i].errors;
     return n;
 }
+
+uint64_t dbc_lanes_errors(const dbc_lanes_t *l)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < DBC_POOLS_MAX; i++)
+        n += l->pools[i] ? dbc_pool_errors(l->pools[i]) : 0;
+    for (size_t i = 0; i < DBC_LANES_MAX; i++)
+        n += l->lanes[i] ? l->lanes[i]->errors : 0;
+    return n;
+}
+
+bool dbc_lanes_up(const dbc_lanes_t *l)
+{
+    for (size_t i = 0; i < DBC_LANES_MAX; i++) {
+        const dbconn_t *d = l->lanes[i];
+        if (d && !d->conn && (d->reconnects > 0 || d->down_logged))
+            return false;
+    }
+    return true;
+}
+
+uint64_t dbc_lanes_reconnects(const dbc_lanes_t *l)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < DBC_LANES_MAX; i++)
+        n += l->lanes[i] ? l->lanes[i]->reconnects : 0;
+    return n;
+}

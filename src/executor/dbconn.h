@@ -93,4 +93,20 @@ void dbc_pool_configure(dbc_pool_t *p, int statement_timeout_ms, bool prepare);
 size_t dbc_pool_open(const dbc_pool_t *p);
 uint64_t dbc_pool_errors(const dbc_pool_t *p);
 
+/* An executor's lanes and the API's pools, as the parts that report on them see them (the
+ * stats line, /readyz, /metrics): borrowed, never used for work. A NULL entry is none. */
+#define DBC_LANES_MAX 3
+#define DBC_POOLS_MAX 2
+typedef struct dbc_lanes {
+    const dbconn_t *lanes[DBC_LANES_MAX];   /* borrowed: dispatch, writes, jobs */
+    const dbc_pool_t *pools[DBC_POOLS_MAX]; /* borrowed: the API's */
+} dbc_lanes_t;
+
+/* Failed units of work on every lane and pool. */
+uint64_t dbc_lanes_errors(const dbc_lanes_t *l);
+/* Every lane that was ever used holds a connection now (the pools connect on demand). */
+bool dbc_lanes_up(const dbc_lanes_t *l);
+/* Connections the lanes remade, in all. */
+uint64_t dbc_lanes_reconnects(const dbc_lanes_t *l);
+
 #endif

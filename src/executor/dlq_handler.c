@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/attempts.h"
+#include "executor/dlq_handler.h"
 #include "executor/dlstore.h"
-#include "executor/executor.h"
 #include "executor/headers.h"
 #include "executor/identity.h"
 #include "executor/inmsg.h"
@@ -404,6 +404,24 @@ int64_t dlq_age_s(const mq_delivery_t *d, int64_t now_s)
     hdr_death_at(&d->headers, 1, &parked);
     int64_t since = parked.present && parked.time_s > 0 ? parked.time_s : first.time_s;
     return since > 0 && now_s > since ? now_s - since : 0;
+}
+
+/* The oldest dead letter c holds unacked, in seconds. */
+static uint64_t held_age_s(const consumer_t *c, int64_t now_s)
+{
+    uint64_t oldest = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        uint64_t age = (uint64_t)dlq_age_s(c->batch[i], now_s);
+        oldest = age > oldest ? age : oldest;
+    }
+    return oldest;
+}
+
+uint64_t dlq_held_age_s(const consumer_t *dlq, const consumer_t *parked)
+{
+    int64_t now_s = now_wall_ms() / 1000;
+    uint64_t held = held_age_s(dlq, now_s), in_parking = held_age_s(parked, now_s);
+    return in_parking > held ? in_parking : held;
 }
 
 static void log_item(const void *item, const char *queue)

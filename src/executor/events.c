@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "executor/executor.h"
+#include "executor/events.h"
 #include "executor/pgtext.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
@@ -48,7 +48,7 @@ static int mark_fn(PGconn *db, void *arg, char *err, size_t errlen)
 }
 
 /* Publish the rows of res; the ids confirmed go into ok. Returns the first failure or MQ_OK. */
-static int publish(executor_t *x, PGresult *res, pgarr_t *ok)
+static int publish(events_t *e, PGresult *res, pgarr_t *ok)
 {
     int n = PQntuples(res);
     mq_message_t *msgs = calloc((size_t)n, sizeof *msgs);
@@ -62,8 +62,8 @@ static int publish(executor_t *x, PGresult *res, pgarr_t *ok)
         size_t len = 0;
         bodies[i] = envelope_encode(MSG_EXECUTION_DEAD_LETTERED, PQgetvalue(res, i, 1), exec_id,
                                     "executor", 0, NULL, payload, &len);
-        msgs[i] = (mq_message_t){.exchange = x->cfg->events.exchange,
-                                 .routing_key = x->cfg->events.dead_lettered_key,
+        msgs[i] = (mq_message_t){.exchange = e->cfg->events.exchange,
+                                 .routing_key = e->cfg->events.dead_lettered_key,
                                  .body = bodies[i] ? bodies[i] : "{}",
                                  .body_len = bodies[i] ? len : 2,
                                  .message_id = PQgetvalue(res, i, 1),
@@ -75,11 +75,11 @@ static int publish(executor_t *x, PGresult *res, pgarr_t *ok)
     /* The declare on the admin connection (never blocked by a resource alarm), the publish on
      * the publisher's. */
     if (msgs && bodies && results) {
-        if (topo_declare_events(x->admin, x->cfg->events.exchange, err, sizeof err) != 0)
+        if (topo_declare_events(e->admin, e->cfg->events.exchange, err, sizeof err) != 0)
             log_kv(LOG_WARN, "cannot declare the events exchange", "exchange",
-                   x->cfg->events.exchange, "error", err, NULL);
+                   e->cfg->events.exchange, "error", err, NULL);
         else
-            rc = mq_publish_batch(x->pub, msgs, (size_t)n, results);
+            rc = mq_publish_batch(e->pub, msgs, (size_t)n, results);
         for (int i = 0; i < n; i++) {
             bool sent = rc != MQ_ERR_CONNECTION && results[i] == MQ_OK && bodies[i];
             if (sent)
@@ -97,12 +97,12 @@ static int publish(executor_t *x, PGresult *res, pgarr_t *ok)
 }
 
 /* One batch: 1 when it was full (more may wait), 0 when done, -1 after a failure. */
-static int emit_batch(executor_t *x)
+static int emit_batch(events_t *e)
 {
     char limit[16];
-    snprintf(limit, sizeof limit, "%d", x->cfg->executor.batch_size);
+    snprintf(limit, sizeof limit, "%d", e->cfg->executor.batch_size);
     read_work_t w = {.limit = limit};
-    if (dbc_statement(&x->db_jobs, "reading unemitted dead letters", read_fn, &w) != DBC_OK) {
+    if (dbc_statement(e->db, "reading unemitted dead letters", read_fn, &w) != DBC_OK) {
         PQclear(w.res);
         return -1;
     }
@@ -113,19 +113,18 @@ static int emit_batch(executor_t *x)
     }
     pgarr_t ok;
     pgarr_init(&ok);
-    int rc = publish(x, w.res, &ok);
+    int rc = publish(e, w.res, &ok);
     size_t sent = ok.n;
     const char *ids = pgarr_text(&ok);
     if (sent > 0 && ids)
-        (void)dbc_statement(&x->db_jobs, "marking dead-letter events emitted", mark_fn,
-                            (void *)ids);
-    x->stats.events_published += sent;
-    x->stats.events_failed += (uint64_t)n - sent;
+        (void)dbc_statement(e->db, "marking dead-letter events emitted", mark_fn, (void *)ids);
+    e->stats->events_published += sent;
+    e->stats->events_failed += (uint64_t)n - sent;
     pgarr_free(&ok);
     PQclear(w.res);
     if (rc != MQ_OK) {
-        int64_t wait_ms = backoff_next(&x->events_backoff, evloop_random());
-        x->events_next_ms = now_mono_ms() + wait_ms;
+        int64_t wait_ms = backoff_next(&e->backoff, evloop_random());
+        e->next_ms = now_mono_ms() + wait_ms;
         char failed[16], retry[24];
         snprintf(failed, sizeof failed, "%d", n - (int)sent);
         snprintf(retry, sizeof retry, "%" PRId64, wait_ms);
@@ -133,19 +132,19 @@ static int emit_batch(executor_t *x)
                failed, "status", mq_status_name(rc), "retry_in_ms", retry, NULL);
         return -1;
     }
-    if (x->events_backoff.attempt > 0)
+    if (e->backoff.attempt > 0)
         log_kv(LOG_INFO, "dead-letter events published again", NULL);
-    backoff_reset(&x->events_backoff);
-    return n >= x->cfg->executor.batch_size ? 1 : 0;
+    backoff_reset(&e->backoff);
+    return n >= e->cfg->executor.batch_size ? 1 : 0;
 }
 
-void events_run(executor_t *x)
+void events_run(events_t *e)
 {
-    if (!x->cfg->events.enabled || now_mono_ms() < x->events_next_ms)
+    if (!e->cfg->events.enabled || now_mono_ms() < e->next_ms)
         return;
-    int failures = x->events_backoff.attempt; /* the limits are reloadable, the count is not */
-    backoff_init(&x->events_backoff, x->cfg->events.retry_initial_ms, x->cfg->events.retry_max_ms);
-    x->events_backoff.attempt = failures;
-    for (int round = 0; round < EVENTS_ROUNDS && emit_batch(x) == 1; round++)
+    int failures = e->backoff.attempt; /* the limits are reloadable, the count is not */
+    backoff_init(&e->backoff, e->cfg->events.retry_initial_ms, e->cfg->events.retry_max_ms);
+    e->backoff.attempt = failures;
+    for (int round = 0; round < EVENTS_ROUNDS && emit_batch(e) == 1; round++)
         ;
 }

@@ -4,8 +4,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "executor/attempts.h"
+#include "executor/dlq_handler.h"
 #include "executor/executor.h"
 #include "executor/identity.h"
+#include "executor/registry.h"
+#include "executor/results.h"
 #include "warren/db.h"
 #include "warren/fiber.h"
 #include "warren/log.h"
@@ -87,79 +90,24 @@ static void on_committed(void *arg, const executor_stats_t *counts)
         wake_scheduler(arg);
 }
 
-size_t executor_consumers(executor_t *x, consumer_t *out[EXECUTOR_MAX_CONSUMERS])
+/* The consumers this executor runs (results, heartbeats; dead-letters and parked-dead-letters
+ * when dead-lettering is enabled). */
+static void set_consumers(executor_t *x)
 {
-    size_t n = 0;
-    out[n++] = &x->results;
-    out[n++] = &x->heartbeats;
+    consumer_set_t *set = &x->consumers;
+    set->n = 0;
+    set->c[set->n++] = &x->results;
+    set->c[set->n++] = &x->heartbeats;
     if (x->cfg->rabbitmq.dead_letter.enabled) {
-        out[n++] = &x->dlq;
-        out[n++] = &x->parked;
+        set->c[set->n++] = &x->dlq;
+        set->c[set->n++] = &x->parked;
     }
-    return n;
 }
 
 static void each_consumer(executor_t *x, void (*fn)(consumer_t *))
 {
-    consumer_t *c[EXECUTOR_MAX_CONSUMERS];
-    size_t n = executor_consumers(x, c);
-    for (size_t i = 0; i < n; i++)
-        fn(c[i]);
-}
-
-static int record_heard(PGconn *db, void *arg, char *err, size_t errlen)
-{
-    (void)arg;
-    return db_exec(db, "UPDATE executor_state SET heard_since = now()", 0, NULL, NULL, err, errlen);
-}
-
-/* Heartbeats missed while this executor could not hear them (broker connection down, a batch
- * kept after a database error) are not the workers' fault: once it hears again, the stale
- * rule counts from now (warren_worker_fresh, schema 007). */
-bool executor_hearing(executor_t *x)
-{
-    const consumer_t *c = &x->heartbeats;
-    if (!consumer_hearing(c))
-        return false;
-    if (c->gaps == x->heard_gaps)
-        return true;
-    if (dbc_statement(&x->db_jobs, "recording that heartbeats are heard again", record_heard,
-                      NULL) != DBC_OK)
-        return false;
-    x->heard_gaps = c->gaps;
-    return true;
-}
-
-static const dbconn_t *lanes(const executor_t *x, size_t i)
-{
-    const dbconn_t *l[] = {&x->db_dispatch, &x->db_writes, &x->db_jobs};
-    return i < sizeof l / sizeof l[0] ? l[i] : NULL;
-}
-
-uint64_t executor_db_errors(const executor_t *x)
-{
-    uint64_t n = dbc_pool_errors(&x->api_reads) + dbc_pool_errors(&x->api_writes);
-    for (size_t i = 0; lanes(x, i); i++)
-        n += lanes(x, i)->errors;
-    return n;
-}
-
-bool executor_db_up(const executor_t *x)
-{
-    for (size_t i = 0; lanes(x, i); i++) {
-        const dbconn_t *d = lanes(x, i);
-        if (!d->conn && (d->reconnects > 0 || d->down_logged))
-            return false;
-    }
-    return true;
-}
-
-static uint64_t db_reconnects(const executor_t *x)
-{
-    uint64_t n = 0;
-    for (size_t i = 0; lanes(x, i); i++)
-        n += lanes(x, i)->reconnects;
-    return n;
+    for (size_t i = 0; i < x->consumers.n; i++)
+        fn(x->consumers.c[i]);
 }
 
 /* ---- periodic jobs ---- */
@@ -167,7 +115,7 @@ static uint64_t db_reconnects(const executor_t *x)
 static void job_fiber(void *arg)
 {
     executor_job_t *j = arg;
-    j->run(j->x);
+    j->run(j->ctx);
     j->running = false;
 }
 
@@ -188,10 +136,19 @@ static void on_job(evutil_socket_t fd, short what, void *arg)
     job_kick(arg);
 }
 
-static void hearing_run(executor_t *x)
-{
-    (void)executor_hearing(x); /* the scheduler's live workers count from it too */
-}
+/* Each job's run as the jobs[] table of setup_events calls it: with its context. */
+#define JOB_RUN(fn)                                                                                \
+    static void job_##fn(void *ctx)                                                                \
+    {                                                                                              \
+        (void)fn(ctx);                                                                             \
+    }
+JOB_RUN(monitor_run)
+JOB_RUN(staleness_run)
+JOB_RUN(events_run)
+JOB_RUN(redrive_tasks_run)
+JOB_RUN(retention_run)
+JOB_RUN(gauges_run)
+JOB_RUN(hearing_check) /* the scheduler's live workers count from it too */
 
 enum {
     JOB_MONITOR,
@@ -229,7 +186,7 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     /* A lane reached the database again: batches kept for a retry go now, not after their
      * backoff, and the scheduler claims what was announced while it could not (its own lane
      * reconnects in its tick). */
-    uint64_t reconnects = db_reconnects(x);
+    uint64_t reconnects = dbc_lanes_reconnects(&x->lanes);
     if (reconnects != x->db_reconnects_seen) {
         x->db_reconnects_seen = reconnects;
         each_consumer(x, consumer_retry_now);
@@ -237,32 +194,14 @@ static void on_pump(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* The oldest dead letter c holds unacked, in seconds. */
-static uint64_t held_age_s(const consumer_t *c, int64_t now_s)
-{
-    uint64_t oldest = 0;
-    for (size_t i = 0; i < c->n; i++) {
-        uint64_t age = (uint64_t)dlq_age_s(c->batch[i], now_s);
-        oldest = age > oldest ? age : oldest;
-    }
-    return oldest;
-}
-
-uint64_t executor_held_dead_letter_age_s(const executor_t *x)
-{
-    int64_t now_s = now_wall_ms() / 1000;
-    uint64_t held = held_age_s(&x->dlq, now_s), parked = held_age_s(&x->parked, now_s);
-    return parked > held ? parked : held;
-}
-
 /* The stats line; its dead letter age covers what was recorded since the last one and what is
  * held now, so a backlog that nobody records shows up. */
 static void log_stats(executor_t *x)
 {
-    uint64_t held = executor_held_dead_letter_age_s(x);
+    uint64_t held = dlq_held_age_s(&x->dlq, &x->parked);
     if (held > x->stats.dead_letter_age_s)
         x->stats.dead_letter_age_s = held;
-    stats_log(&x->stats, mq_breaker(x->pub)->state, executor_db_errors(x));
+    stats_log(&x->stats, mq_breaker(x->pub)->state, dbc_lanes_errors(&x->lanes));
     x->stats.dead_letter_age_s = 0;
 }
 
@@ -364,12 +303,13 @@ static void apply_reload(void *arg, const cfg_diff_t *d)
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         consumer_reconfigure(all[i], x->cfg);
     mq_reconfigure(x->pub, x->cfg);
-    api_keys_take(x);
+    api_keys_take(&x->api);
 }
 
 static int prepare_reload(void *arg, const warren_config_t *loaded, char *err, size_t errlen)
 {
-    return api_keys_prepare(arg, loaded, err, errlen);
+    executor_t *x = arg;
+    return api_keys_prepare(&x->api, loaded, err, errlen);
 }
 
 static void on_reload(void *arg)
@@ -480,24 +420,26 @@ static int connect_broker(executor_t *x)
 static int setup_events(executor_t *x)
 {
     evtimer_assign(&x->sched_ev, x->base, on_sched, x);
-    backoff_init(&x->events_backoff, x->cfg->events.retry_initial_ms, x->cfg->events.retry_max_ms);
     /* The jobs and their periods in ms; 0: off (set up all the same, for drain). */
     const struct {
         const char *name;
-        void (*run)(executor_t *x);
+        void (*run)(void *ctx);
+        void *ctx;
         int64_t ms;
     } jobs[] = {
-        [JOB_MONITOR] = {"monitor", monitor_run,
+        [JOB_MONITOR] = {"monitor", job_monitor_run, &x->monitor,
                          (int64_t)x->cfg->executor.monitor_interval_s * 1000},
-        [JOB_STALENESS] = {"staleness", staleness_run,
+        [JOB_STALENESS] = {"staleness", job_staleness_run, &x->staleness,
                            (int64_t)x->cfg->staleness.interval_s * 1000},
-        [JOB_EVENTS] = {"events", events_run,
+        [JOB_EVENTS] = {"events", job_events_run, &x->events,
                         x->cfg->events.enabled ? x->cfg->events.interval_ms : 0},
-        [JOB_REDRIVE] = {"redrive-tasks", redrive_tasks_run, redrive_tasks_tick_ms()},
-        [JOB_RETENTION] = {"retention", retention_run,
+        [JOB_REDRIVE] = {"redrive-tasks", job_redrive_tasks_run, &x->redrive_tasks,
+                         redrive_tasks_tick_ms()},
+        [JOB_RETENTION] = {"retention", job_retention_run, &x->retention,
                            (int64_t)x->cfg->retention.interval_s * 1000},
-        [JOB_GAUGES] = {"gauges", gauges_run, x->api ? GAUGES_INTERVAL_MS : 0},
-        [JOB_HEARING] = {"hearing", hearing_run, 0}, /* kicked by the pump */
+        [JOB_GAUGES] = {"gauges", job_gauges_run, &x->gauges,
+                        x->api.server ? GAUGES_INTERVAL_MS : 0},
+        [JOB_HEARING] = {"hearing", job_hearing_check, &x->hearing, 0}, /* kicked by the pump */
     };
     _Static_assert(sizeof jobs / sizeof jobs[0] == sizeof x->jobs / sizeof x->jobs[0],
                    "one timer per job");
@@ -507,13 +449,12 @@ static int setup_events(executor_t *x)
         j->x = x;
         j->name = jobs[i].name;
         j->run = jobs[i].run;
+        j->ctx = jobs[i].ctx;
         evtimer_assign(&j->ev, x->base, on_job, j);
         if (jobs[i].ms > 0 && evloop_every(&j->ev, x->base, jobs[i].ms, on_job, j) != 0)
             jobs_ok = false;
     }
-    x->gauges.events_upto = -1;
-    x->gauges.created_upto = -1;
-    if (x->api)
+    if (x->api.server)
         job_kick(&x->jobs[JOB_GAUGES]); /* the first refresh at once */
     int64_t pump_ms = evloop_pump_interval_ms((int64_t)x->cfg->rabbitmq.heartbeat_s * 1000);
     bool ok = evloop_arm(&x->sched_ev, 0) == 0 &&
@@ -525,6 +466,68 @@ static int setup_events(executor_t *x)
         log_kv(LOG_ERROR, "cannot set up the event loop", NULL);
     evloop_signals_on_reload(&x->signals, on_reload);
     return ok ? 0 : -1;
+}
+
+/* Each job's context: what it uses of the executor, borrowed. After the broker's clients and
+ * the consumers exist. */
+static void lend(executor_t *x)
+{
+    warren_config_t *cfg = x->cfg;
+    executor_stats_t *st = &x->stats;
+    dbconn_t *jobs = &x->db_jobs;
+    x->lanes = (dbc_lanes_t){.lanes = {&x->db_dispatch, &x->db_writes, &x->db_jobs},
+                             .pools = {&x->api_reads, &x->api_writes}};
+    set_consumers(x);
+    sched_init(&x->sched, cfg, &x->db_dispatch, &x->db_writes, x->pub, x->admin, st);
+    x->hearing = (hearing_t){.heartbeats = &x->heartbeats, .db = jobs};
+    x->retire = (retire_t){.cfg = cfg, .db = jobs, .stats = st};
+    x->cancel = (cancel_sender_t){.cfg = cfg, .pub = x->pub, .db = jobs, .stats = st};
+    x->monitor = (monitor_t){.cfg = cfg,
+                             .db = jobs,
+                             .stats = st,
+                             .results = &x->results,
+                             .hearing = &x->hearing,
+                             .retire = &x->retire,
+                             .cancel = &x->cancel};
+    x->staleness = (staleness_t){.cfg = cfg, .db = jobs, .stats = st};
+    x->events = (events_t){.cfg = cfg, .db = jobs, .pub = x->pub, .admin = x->admin, .stats = st};
+    x->redrive_tasks = (redrive_tasks_t){.db = jobs, .stats = st};
+    x->retention = (retention_t){.cfg = cfg, .db = jobs, .stats = st};
+    x->gauges = (gauges_t){.cfg = cfg,
+                           .db = jobs,
+                           .writes = &x->db_writes,
+                           .pub = x->pub,
+                           .admin = x->admin,
+                           .consumers = &x->consumers,
+                           .dlq = &x->dlq,
+                           .parked = &x->parked,
+                           .stats = st,
+                           .values = {.events_upto = -1, .created_upto = -1}};
+    x->api = (api_t){.cfg = cfg,
+                     .base = x->base,
+                     .api_reads = &x->api_reads,
+                     .api_writes = &x->api_writes,
+                     .lanes = &x->lanes,
+                     .consumers = &x->consumers,
+                     .pub = x->pub,
+                     .stats = st,
+                     .cancel = &x->cancel,
+                     .metrics = &x->metrics,
+                     .draining = &x->draining,
+                     .loop_beat_ms = &x->loop_beat_ms};
+}
+
+/* The metrics registry: the counters, the API's parts and the gauges, in that order. */
+static int register_metrics(executor_t *x)
+{
+    metrics_init(&x->metrics);
+    if (stats_register(&x->stats, &x->metrics) != 0 ||
+        metrics_add_collector(&x->metrics, api_collect_parts, &x->api) != 0 ||
+        metrics_add_collector(&x->metrics, gauges_collect, &x->gauges) != 0) {
+        log_kv(LOG_ERROR, "out of memory", NULL);
+        return -1;
+    }
+    return 0;
 }
 
 /* A lane's connection, bounded like every statement of the executor. */
@@ -568,7 +571,7 @@ static int start(executor_t *x)
     notify_status("connecting to RabbitMQ and subscribing to the executor's queues");
     if (connect_broker(x) != 0)
         return -1;
-    sched_init(&x->sched, cfg, &x->db_dispatch, &x->db_writes, x->pub, x->admin, &x->stats);
+    lend(x);
     if (cfg->executor.listen_notify &&
         listener_init(&x->listener, x->base, cfg->database.url, cfg->database.connect_timeout_s,
                       cfg->database.statement_timeout_ms, wake_scheduler, x) != 0) {
@@ -576,7 +579,7 @@ static int start(executor_t *x)
         return -1;
     }
     x->loop_beat_ms = now_mono_ms();
-    if (api_start(x) != 0)
+    if (register_metrics(x) != 0 || api_start(&x->api) != 0)
         return -1;
     return setup_events(x);
 }
@@ -584,7 +587,8 @@ static int start(executor_t *x)
 /* Consumers first (their events are their own); freeing the base removes the loop's. */
 static void stop(executor_t *x)
 {
-    api_stop(x);
+    api_stop(&x->api);
+    metrics_free(&x->metrics);
     consumer_free(&x->results);
     consumer_free(&x->heartbeats);
     consumer_free(&x->dlq);

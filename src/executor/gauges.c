@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <json-c/json.h>
-#include "executor/executor.h"
+#include "executor/dlq_handler.h"
+#include "executor/gauges.h"
 #include "warren/db.h"
+#include "warren/exec_status.h"
 #include "warren/log.h"
 #include "warren/topology.h"
 
@@ -60,8 +62,8 @@ static const char live_sql[] =
 /* clang-format on */
 
 typedef struct refresh {
-    executor_t *x;
-    executor_gauges_t g;
+    gauges_t *job;
+    gauges_values_t g;
 } refresh_t;
 
 #define ID_TEXT 24
@@ -82,7 +84,7 @@ static int count_upto(PGconn *db, int64_t last, const char *first_sql, const cha
 }
 
 /* Add the executions created since g->created_upto; the first call only sets it. */
-static int count_created(PGconn *db, executor_gauges_t *g, char *err, size_t errlen)
+static int count_created(PGconn *db, gauges_values_t *g, char *err, size_t errlen)
 {
     char after[ID_TEXT], upto[ID_TEXT];
     if (count_upto(db, g->created_upto, "SELECT coalesce(max(id), 0) FROM executions",
@@ -106,7 +108,7 @@ static int count_created(PGconn *db, executor_gauges_t *g, char *err, size_t err
 /* Add the status changes recorded since g->events_upto, then the creations; the first call
  * only sets where they start (the counters start at 0 with the process, as every counter
  * does). */
-static int count_transitions(PGconn *db, executor_gauges_t *g, char *err, size_t errlen)
+static int count_transitions(PGconn *db, gauges_values_t *g, char *err, size_t errlen)
 {
     char after[ID_TEXT], upto[ID_TEXT];
     if (count_upto(db, g->events_upto, "SELECT coalesce(max(id), 0) FROM execution_events",
@@ -133,19 +135,18 @@ static int count_transitions(PGconn *db, executor_gauges_t *g, char *err, size_t
 /* The breakers' states as the session setting warren.breakers, which the snapshot of every
  * dead-letter record written on this connection takes (schema 020, warren_dl_snapshot): set on
  * the jobs lane with the refresh, and on the writes lane (the consumers' dead letters). */
-static int record_breakers(PGconn *db, executor_t *x, char *err, size_t errlen)
+static int record_breakers(PGconn *db, gauges_t *job, char *err, size_t errlen)
 {
-    consumer_t *consumers[EXECUTOR_MAX_CONSUMERS];
-    size_t nc = executor_consumers(x, consumers);
+    const consumer_set_t *consumers = job->consumers;
     json_object *b = json_object_new_object();
     json_object_object_add(b, "publish",
-                           json_object_new_string(breaker_state_name(mq_breaker(x->pub)->state)));
-    for (size_t i = 0; i < nc; i++) {
+                           json_object_new_string(breaker_state_name(mq_breaker(job->pub)->state)));
+    for (size_t i = 0; i < consumers->n; i++) {
+        const consumer_t *c = consumers->c[i];
         char name[64];
-        snprintf(name, sizeof name, "consume_%s", consumers[i]->name);
+        snprintf(name, sizeof name, "consume_%s", c->name);
         json_object_object_add(
-            b, name,
-            json_object_new_string(breaker_state_name(mq_breaker(consumers[i]->mq)->state)));
+            b, name, json_object_new_string(breaker_state_name(mq_breaker(c->mq)->state)));
     }
     const char *p[] = {json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN)};
     int rc = db_exec(db, "SELECT set_config('warren.breakers', $1, false)", 1, p, NULL, err,
@@ -162,10 +163,10 @@ static int breakers_fn(PGconn *db, void *arg, char *err, size_t errlen)
 static int refresh_fn(PGconn *db, void *arg, char *err, size_t errlen)
 {
     refresh_t *r = arg;
-    if (record_breakers(db, r->x, err, errlen) != 0)
+    if (record_breakers(db, r->job, err, errlen) != 0)
         return -1;
     char factor[16];
-    snprintf(factor, sizeof factor, "%d", r->x->cfg->executor.heartbeat_stale_factor);
+    snprintf(factor, sizeof factor, "%d", r->job->cfg->executor.heartbeat_stale_factor);
     const char *params[] = {factor};
     PGresult *b = NULL, *a = NULL, *l = NULL;
     int rc = db_exec(db, backlog_sql, 0, NULL, &b, err, errlen);
@@ -192,59 +193,59 @@ static int refresh_fn(PGconn *db, void *arg, char *err, size_t errlen)
     return rc == 0 ? count_transitions(db, &r->g, err, errlen) : rc;
 }
 
-static void refresh_dlq(executor_t *x, executor_gauges_t *g)
+static void refresh_dlq(gauges_t *job, gauges_values_t *g)
 {
-    if (!x->cfg->rabbitmq.dead_letter.enabled)
+    if (!job->cfg->rabbitmq.dead_letter.enabled)
         return;
     char err[ERRBUF_SIZE];
     int64_t ready = 0;
     /* On the admin connection: never blocked by a resource alarm, never in a fiber's publish. */
-    bool up = mq_connected(x->admin) || mq_try_connect(x->admin) == MQ_OK;
-    if (!up || topo_queue_messages(x->admin, x->cfg->rabbitmq.dead_letter.queue, &ready, err,
+    bool up = mq_connected(job->admin) || mq_try_connect(job->admin) == MQ_OK;
+    if (!up || topo_queue_messages(job->admin, job->cfg->rabbitmq.dead_letter.queue, &ready, err,
                                    sizeof err) != 0)
         ready = g->dlq_messages; /* unknown now: keep the last count */
     g->dlq_messages = ready;
     int64_t now = now_wall_ms();
-    bool waiting = ready > 0 || consumer_unacked(&x->dlq) > 0;
+    bool waiting = ready > 0 || consumer_unacked(job->dlq) > 0;
     if (!waiting)
         g->dlq_nonempty_since_ms = 0;
     else if (!g->dlq_nonempty_since_ms)
         g->dlq_nonempty_since_ms = now;
     double seen = waiting ? (double)(now - g->dlq_nonempty_since_ms) / 1000.0 : 0;
-    double held = (double)executor_held_dead_letter_age_s(x); /* exact, from x-death */
+    double held = (double)dlq_held_age_s(job->dlq, job->parked); /* exact, from x-death */
     g->dlq_oldest_age = held > seen ? held : seen;
 }
 
-void gauges_run(executor_t *x)
+void gauges_run(gauges_t *job)
 {
-    refresh_t r = {.x = x};
-    r.g.dlq_messages = x->gauges.dlq_messages;
-    r.g.dlq_nonempty_since_ms = x->gauges.dlq_nonempty_since_ms;
-    memcpy(r.g.transitions, x->gauges.transitions, sizeof r.g.transitions);
-    r.g.events_upto = x->gauges.events_upto;
-    r.g.created_upto = x->gauges.created_upto;
-    (void)dbc_statement(&x->db_writes, "recording the breakers' states", breakers_fn, x);
-    if (dbc_transaction(&x->db_jobs, "refreshing the metrics' gauges", refresh_fn, &r) == DBC_OK) {
+    refresh_t r = {.job = job};
+    r.g.dlq_messages = job->values.dlq_messages;
+    r.g.dlq_nonempty_since_ms = job->values.dlq_nonempty_since_ms;
+    memcpy(r.g.transitions, job->values.transitions, sizeof r.g.transitions);
+    r.g.events_upto = job->values.events_upto;
+    r.g.created_upto = job->values.created_upto;
+    (void)dbc_statement(job->writes, "recording the breakers' states", breakers_fn, job);
+    if (dbc_transaction(job->db, "refreshing the metrics' gauges", refresh_fn, &r) == DBC_OK) {
         r.g.db_ok = true;
         r.g.refreshed_ms = now_wall_ms();
     } else { /* keep the database's last known values */
-        memcpy(r.g.backlog, x->gauges.backlog, sizeof r.g.backlog);
-        memcpy(r.g.actions, x->gauges.actions, sizeof r.g.actions);
-        r.g.n_actions = x->gauges.n_actions;
-        r.g.live_workers = x->gauges.live_workers;
-        r.g.refreshed_ms = x->gauges.refreshed_ms;
-        memcpy(r.g.transitions, x->gauges.transitions, sizeof r.g.transitions);
-        r.g.events_upto = x->gauges.events_upto;
-        r.g.created_upto = x->gauges.created_upto;
+        memcpy(r.g.backlog, job->values.backlog, sizeof r.g.backlog);
+        memcpy(r.g.actions, job->values.actions, sizeof r.g.actions);
+        r.g.n_actions = job->values.n_actions;
+        r.g.live_workers = job->values.live_workers;
+        r.g.refreshed_ms = job->values.refreshed_ms;
+        memcpy(r.g.transitions, job->values.transitions, sizeof r.g.transitions);
+        r.g.events_upto = job->values.events_upto;
+        r.g.created_upto = job->values.created_upto;
     }
-    refresh_dlq(x, &r.g);
-    x->gauges = r.g;
+    refresh_dlq(job, &r.g);
+    job->values = r.g;
 }
 
 void gauges_collect(metrics_out_t *o, void *arg)
 {
-    executor_t *x = arg;
-    const executor_gauges_t *g = &x->gauges;
+    const gauges_t *job = arg;
+    const gauges_values_t *g = &job->values;
     char labels[320];
     metrics_family(o, "warren_executions_backlog", "gauge",
                    "Executions in each non-final status (refreshed every 10 s)");
@@ -279,7 +280,8 @@ void gauges_collect(metrics_out_t *o, void *arg)
                    "and creations (from=\"none\") about 10 s after");
     for (int f = 0; f <= EXEC_STATUS_COUNT; f++)
         for (int t = 0; t < EXEC_STATUS_COUNT; t++) {
-            uint64_t n = g->transitions[f][t] + (f < EXEC_STATUS_COUNT ? x->stats.happy[f][t] : 0);
+            uint64_t n = g->transitions[f][t] +
+                         (f < EXEC_STATUS_COUNT ? job->stats->happy[f][t] : 0);
             if (!n)
                 continue;
             labels[0] = '\0';

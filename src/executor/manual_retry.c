@@ -8,13 +8,12 @@
 #include <stdio.h>
 #include <string.h>
 #include "executor/api.h"
-#include "executor/executor.h"
 #include "warren/log.h"
 #include "warren/queries.h"
 
 void retry_handle(http_req_t *r, void *arg)
 {
-    executor_t *x = arg;
+    api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id_text[24];
     int64_t id;
     if (!api_execution_verb(x, r, "retry", who, sizeof who, &id, id_text, sizeof id_text))

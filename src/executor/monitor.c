@@ -13,10 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/attempts.h"
-#include "executor/executor.h"
+#include "executor/monitor.h"
 #include "executor/scheduler.h"
 #include "executor/transitions.h"
 #include "warren/db.h"
+#include "warren/exec_status.h"
 #include "warren/log.h"
 
 #define SCHEDULED_TIMEOUT_ERROR "Scheduled timeout: no worker started it"
@@ -180,7 +181,6 @@ int monitor_end_attempts(PGconn *db, PGresult *changed, attempt_outcome_t outcom
 }
 
 typedef struct monitor_pass {
-    executor_t *x;
     const char *sql;
     const char *reason;
     int nparams;
@@ -207,18 +207,18 @@ static int monitor_work(PGconn *db, void *arg, char *err, size_t errlen)
 }
 
 /* Run one kind; returns how many executions it changed, -1 on a database problem. */
-static int run_pass(executor_t *x, monitor_pass_t *m, uint64_t *counter, const char *what)
+static int run_pass(monitor_t *mon, monitor_pass_t *m, uint64_t *counter, const char *what)
 {
-    if (dbc_transaction(&x->db_jobs, what, monitor_work, m) != DBC_OK) {
+    if (dbc_transaction(mon->db, what, monitor_work, m) != DBC_OK) {
         PQclear(m->changed);
         return -1;
     }
     int n = PQntuples(m->changed);
-    stats_merge(&x->stats, &m->counts);
+    stats_merge(mon->stats, &m->counts);
     for (int r = 0; r < n; r++) {
         (*counter)++;
         if (atoi(PQgetvalue(m->changed, r, 2)) == 1)
-            stats_dead_letter(&x->stats, m->reason, 1);
+            stats_dead_letter(mon->stats, m->reason, 1);
         log_kv(LOG_WARN, what, "execution_id", PQgetvalue(m->changed, r, 0), "worker",
                PQgetvalue(m->changed, r, 1), "reason", m->reason, NULL);
     }
@@ -226,9 +226,9 @@ static int run_pass(executor_t *x, monitor_pass_t *m, uint64_t *counter, const c
     return n;
 }
 
-void monitor_run(executor_t *x)
+void monitor_run(monitor_t *mon)
 {
-    const typeof(x->cfg->executor) *c = &x->cfg->executor;
+    const typeof(mon->cfg->executor) *c = &mon->cfg->executor;
     int batch = c->batch_size;
     char timeout[16], factor[16], limit[16], sources[128], unconfirmed[16], dflt[16], grace[16];
     snprintf(timeout, sizeof timeout, "%d", c->scheduled_timeout_s);
@@ -239,35 +239,30 @@ void monitor_run(executor_t *x)
     snprintf(grace, sizeof grace, "%d", c->running_grace_s);
     if (trans_sources_literal(EXEC_ABANDONED, sources, sizeof sources) != 0)
         return;
-    monitor_pass_t redispatch = {.x = x,
-                                 .sql = unconfirmed_sql,
+    monitor_pass_t redispatch = {.sql = unconfirmed_sql,
                                  .reason = "unconfirmed",
                                  .nparams = 2,
                                  .params = {unconfirmed, limit}};
-    monitor_pass_t scheduled = {.x = x,
-                                .sql = scheduled_sql,
+    monitor_pass_t scheduled = {.sql = scheduled_sql,
                                 .reason = "scheduled_timeout",
                                 .ends_attempts = true,
                                 .outcome = OUTCOME_WORKER_LOST,
                                 .suspect = true,
                                 .nparams = 2,
                                 .params = {timeout, limit}};
-    monitor_pass_t restarted = {.x = x,
-                                .sql = restarted_sql,
+    monitor_pass_t restarted = {.sql = restarted_sql,
                                 .reason = "worker_restarted",
                                 .ends_attempts = true,
                                 .outcome = OUTCOME_WORKER_LOST,
                                 .nparams = 3,
                                 .params = {sources, NULL, limit}};
-    monitor_pass_t late = {.x = x,
-                           .sql = running_timeout_sql,
+    monitor_pass_t late = {.sql = running_timeout_sql,
                            .reason = "running_timeout",
                            .ends_attempts = true,
                            .outcome = OUTCOME_TIMEOUT,
                            .nparams = 4,
                            .params = {dflt, grace, sources, limit}};
-    monitor_pass_t stale = {.x = x,
-                            .sql = stale_worker_sql,
+    monitor_pass_t stale = {.sql = stale_worker_sql,
                             .reason = "worker_stale",
                             .ends_attempts = true,
                             .outcome = OUTCOME_WORKER_LOST,
@@ -275,21 +270,21 @@ void monitor_run(executor_t *x)
                             .params = {factor, sources, limit}};
     /* Heartbeats (and results) this executor could not hear say nothing about the workers: no
      * verdict from them until it hears again and has recorded since when. */
-    bool hearing = executor_hearing(x);
-    bool results = consumer_hearing(&x->results);
+    bool hearing = hearing_check(mon->hearing);
+    bool results = consumer_hearing(mon->results);
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop responsive. */
     for (int round = 0; round < 10; round++) {
         int n[5] = {
-            run_pass(x, &redispatch, &x->stats.monitor_redispatched,
+            run_pass(mon, &redispatch, &mon->stats->monitor_redispatched,
                      "dispatch never confirmed: back to requested"),
-            run_pass(x, &scheduled, &x->stats.monitor_failed,
+            run_pass(mon, &scheduled, &mon->stats->monitor_failed,
                      "execution failed: scheduled too long"),
-            run_pass(x, &restarted, &x->stats.abandoned_restarted,
+            run_pass(mon, &restarted, &mon->stats->abandoned_restarted,
                      "execution abandoned: its worker restarted"),
-            results ? run_pass(x, &late, &x->stats.abandoned_timeout,
+            results ? run_pass(mon, &late, &mon->stats->abandoned_timeout,
                                "execution abandoned: no result within its timeout")
                     : 0,
-            hearing ? run_pass(x, &stale, &x->stats.monitor_abandoned,
+            hearing ? run_pass(mon, &stale, &mon->stats->monitor_abandoned,
                                "execution abandoned: its worker is gone")
                     : 0,
         };
@@ -303,6 +298,6 @@ void monitor_run(executor_t *x)
             break;
     }
     if (hearing)
-        retire_run(x);
-    cancel_resend(x);
+        retire_run(mon->retire);
+    cancel_resend(mon->cancel);
 }

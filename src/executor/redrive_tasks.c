@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "executor/api.h"
 #include "executor/pgtext.h"
+#include "executor/redrive_tasks.h"
 #include "warren/db.h"
 #include "warren/dlq.h"
 #include "warren/jsonfield.h"
@@ -49,7 +49,6 @@ static const char advance_sql[] =
 /* clang-format on */
 
 typedef struct batch {
-    executor_t *x;
     const char *id;
     int moved, skipped;
     char outcome[16]; /* "", "completed", "cancelled" */
@@ -148,24 +147,23 @@ static bool refused(const char *sqlstate)
     return sqlstate[0] && !db_sqlstate_transient(sqlstate) && strncmp(sqlstate, "08", 2) != 0;
 }
 
-static void run_task(executor_t *x, const char *id)
+static void run_task(redrive_tasks_t *t, const char *id)
 {
-    batch_t b = {.x = x, .id = id};
-    if (dbc_transaction(&x->db_jobs, "redriving dead letters", batch_fn, &b) != DBC_OK) {
-        if (refused(b.sqlstate) && ++x->redrive_failures >= REDRIVE_FAILURES) {
+    batch_t b = {.id = id};
+    if (dbc_transaction(t->db, "redriving dead letters", batch_fn, &b) != DBC_OK) {
+        if (refused(b.sqlstate) && ++t->failures >= REDRIVE_FAILURES) {
             char reason[64];
             snprintf(reason, sizeof reason, "the database refused its batches (SQLSTATE %s)",
                      b.sqlstate);
             const char *p[] = {id, reason};
-            if (dbc_transaction(&x->db_jobs, "failing a redrive task", fail_fn, (void *)p) ==
-                DBC_OK)
+            if (dbc_transaction(t->db, "failing a redrive task", fail_fn, (void *)p) == DBC_OK)
                 log_kv(LOG_ERROR, "redrive task failed", "task", id, "reason", reason, NULL);
-            x->redrive_failures = 0;
+            t->failures = 0;
         }
         return;
     }
-    x->redrive_failures = 0;
-    x->stats.dead_letters_redriven += (uint64_t)b.moved;
+    t->failures = 0;
+    t->stats->dead_letters_redriven += (uint64_t)b.moved;
     if (b.outcome[0])
         log_kv(LOG_INFO, "redrive task finished", "task", id, "status", b.outcome, NULL);
 }
@@ -183,12 +181,12 @@ static int active_fn(PGconn *db, void *arg, char *err, size_t errlen)
                    0, NULL, &a->res, err, errlen);
 }
 
-void redrive_tasks_run(executor_t *x)
+void redrive_tasks_run(redrive_tasks_t *t)
 {
     active_t a = {0};
-    if (dbc_statement(&x->db_jobs, "reading redrive tasks", active_fn, &a) == DBC_OK)
+    if (dbc_statement(t->db, "reading redrive tasks", active_fn, &a) == DBC_OK)
         for (int i = 0; i < PQntuples(a.res); i++)
-            run_task(x, PQgetvalue(a.res, i, 0));
+            run_task(t, PQgetvalue(a.res, i, 0));
     PQclear(a.res);
 }
 

@@ -7,10 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/dlstore.h"
-#include "executor/executor.h"
 #include "executor/identity.h"
 #include "executor/inmsg.h"
+#include "executor/monitor.h"
 #include "executor/pgtext.h"
+#include "executor/registry.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
 #include "warren/ids.h"

@@ -12,10 +12,10 @@
 #include <string.h>
 #include "executor/attempts.h"
 #include "executor/dlstore.h"
-#include "executor/executor.h"
 #include "executor/identity.h"
 #include "executor/inmsg.h"
 #include "executor/pgtext.h"
+#include "executor/results.h"
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/envelope.h"

@@ -9,7 +9,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include "executor/executor.h"
+#include "executor/retention.h"
 #include "warren/db.h"
 #include "warren/log.h"
 
@@ -54,20 +54,20 @@ static int prune_fn(PGconn *db, void *arg, char *err, size_t errlen)
 }
 
 /* Prune one table in bounded batches; counts into *counter. */
-static void prune(executor_t *x, const char *what, const char *sql, int days, uint64_t *counter)
+static void prune(retention_t *r, const char *what, const char *sql, int days, uint64_t *counter)
 {
     if (days <= 0)
         return;
     char d[16], limit[16];
     snprintf(d, sizeof d, "%d", days);
-    snprintf(limit, sizeof limit, "%d", x->cfg->retention.batch_size);
+    snprintf(limit, sizeof limit, "%d", r->cfg->retention.batch_size);
     prune_t p = {.sql = sql, .params = {d, limit}};
     uint64_t total = 0;
     for (int round = 0; round < RETENTION_ROUNDS; round++) {
-        if (dbc_transaction(&x->db_jobs, what, prune_fn, &p) != DBC_OK)
+        if (dbc_transaction(r->db, what, prune_fn, &p) != DBC_OK)
             break;
         total += (uint64_t)p.rows;
-        if (p.rows < x->cfg->retention.batch_size)
+        if (p.rows < r->cfg->retention.batch_size)
             break;
     }
     *counter += total;
@@ -78,13 +78,13 @@ static void prune(executor_t *x, const char *what, const char *sql, int days, ui
     }
 }
 
-void retention_run(executor_t *x)
+void retention_run(retention_t *r)
 {
-    const warren_config_t *c = x->cfg;
-    prune(x, "dead letters", dead_letters_sql, c->dead_letters.retention_days,
-          &x->stats.pruned_dead_letters);
-    prune(x, "execution history", history_sql, c->execution_history.retention_days,
-          &x->stats.pruned_history);
-    prune(x, "executions", executions_sql, c->executions.retention_days,
-          &x->stats.pruned_executions);
+    const warren_config_t *c = r->cfg;
+    prune(r, "dead letters", dead_letters_sql, c->dead_letters.retention_days,
+          &r->stats->pruned_dead_letters);
+    prune(r, "execution history", history_sql, c->execution_history.retention_days,
+          &r->stats->pruned_history);
+    prune(r, "executions", executions_sql, c->executions.retention_days,
+          &r->stats->pruned_executions);
 }

@@ -16,9 +16,10 @@
 #include <string.h>
 #include "executor/attempts.h"
 #include "executor/dlstore.h"
-#include "executor/executor.h"
 #include "executor/pgtext.h"
+#include "executor/retire.h"
 #include "warren/db.h"
+#include "warren/exec_status.h"
 #include "warren/envelope.h"
 #include "warren/log.h"
 #include "warren/topology.h"
@@ -62,7 +63,7 @@ typedef struct retire_worker {
 } retire_worker_t;
 
 typedef struct retire_round {
-    executor_t *x;
+    retire_t *job;
     mq_client_t *mq; /* a connection of its own: closing it returns what was not acked */
     retire_worker_t w[RETIRE_WORKERS_MAX];
     size_t nw;
@@ -193,10 +194,10 @@ out:
 static int retire_work(PGconn *db, void *arg, char *err, size_t errlen)
 {
     retire_round_t *r = arg;
-    const typeof(r->x->cfg->executor) *c = &r->x->cfg->executor;
+    const typeof(r->job->cfg->executor) *c = &r->job->cfg->executor;
     char factor[16], after[16], limit[16];
     snprintf(factor, sizeof factor, "%d", c->heartbeat_stale_factor);
-    snprintf(after, sizeof after, "%d", r->x->cfg->worker.retire_after_s);
+    snprintf(after, sizeof after, "%d", r->job->cfg->worker.retire_after_s);
     snprintf(limit, sizeof limit, "%d", RETIRE_WORKERS_MAX);
     const char *params[] = {factor, after, limit};
     PGresult *res = NULL;
@@ -235,8 +236,8 @@ static int mark_retired(PGconn *db, void *arg, char *err, size_t errlen)
 static void finish(retire_round_t *r)
 {
     char err[ERRBUF_SIZE], factor[16], after[16];
-    snprintf(factor, sizeof factor, "%d", r->x->cfg->executor.heartbeat_stale_factor);
-    snprintf(after, sizeof after, "%d", r->x->cfg->worker.retire_after_s);
+    snprintf(factor, sizeof factor, "%d", r->job->cfg->executor.heartbeat_stale_factor);
+    snprintf(after, sizeof after, "%d", r->job->cfg->worker.retire_after_s);
     for (size_t i = 0; i < r->nw; i++) {
         retire_worker_t *w = &r->w[i];
         char taken[24];
@@ -253,8 +254,7 @@ static void finish(retire_round_t *r)
             continue;
         }
         const char *params[] = {w->id, factor, after};
-        if (dbc_transaction(&r->x->db_jobs, "marking a worker retired", mark_retired, params) ==
-            DBC_OK)
+        if (dbc_transaction(r->job->db, "marking a worker retired", mark_retired, params) == DBC_OK)
             log_kv(LOG_WARN, "worker retired: its queue was taken back and deleted", "worker",
                    w->id, "queue", w->queue, "taken", taken, NULL);
     }
@@ -264,8 +264,8 @@ static int peek_work(PGconn *db, void *arg, char *err, size_t errlen)
 {
     retire_round_t *r = arg;
     char factor[16], after[16];
-    snprintf(factor, sizeof factor, "%d", r->x->cfg->executor.heartbeat_stale_factor);
-    snprintf(after, sizeof after, "%d", r->x->cfg->worker.retire_after_s);
+    snprintf(factor, sizeof factor, "%d", r->job->cfg->executor.heartbeat_stale_factor);
+    snprintf(after, sizeof after, "%d", r->job->cfg->worker.retire_after_s);
     const char *params[] = {factor, after};
     PGresult *res = NULL;
     int rc = db_exec(db,
@@ -279,19 +279,19 @@ static int peek_work(PGconn *db, void *arg, char *err, size_t errlen)
     return rc;
 }
 
-void retire_run(executor_t *x)
+void retire_run(retire_t *job)
 {
-    if (x->cfg->worker.retire_after_s <= 0)
+    if (job->cfg->worker.retire_after_s <= 0)
         return;
-    retire_round_t peek = {.x = x};
+    retire_round_t peek = {.job = job};
     /* A connection of its own only when some worker is due to retire. */
-    if (dbc_transaction(&x->db_jobs, "looking for workers to retire", peek_work, &peek) != DBC_OK ||
+    if (dbc_transaction(job->db, "looking for workers to retire", peek_work, &peek) != DBC_OK ||
         peek.nw == 0)
         return;
-    retire_round_t r = {.x = x};
+    retire_round_t r = {.job = job};
     mq_options_t o;
     char err[ERRBUF_SIZE];
-    mq_options_from_config(&o, x->cfg, "warren-executor");
+    mq_options_from_config(&o, job->cfg, "warren-executor");
     r.mq = mq_new(&o);
     if (!r.mq || mq_connect(r.mq, err, sizeof err) != 0) {
         log_kv(LOG_WARN, "retiring workers: no broker connection; next round", "error",
@@ -299,8 +299,8 @@ void retire_run(executor_t *x)
         mq_destroy(r.mq);
         return;
     }
-    if (dbc_transaction(&x->db_jobs, "retiring workers", retire_work, &r) == DBC_OK) {
-        stats_merge(&x->stats, &r.counts);
+    if (dbc_transaction(job->db, "retiring workers", retire_work, &r) == DBC_OK) {
+        stats_merge(job->stats, &r.counts);
         finish(&r);
     }
     round_reset(&r);

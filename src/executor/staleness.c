@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "executor/api.h"
+#include "executor/staleness.h"
 #include "warren/db.h"
 #include "warren/dlq.h"
 #include "warren/log.h"
@@ -36,17 +36,17 @@ static int sweep_fn(PGconn *db, void *arg, char *err, size_t errlen)
 }
 
 /* Log and count what one batch did; returns how many rows it had. */
-static int report(executor_t *x, PGresult *res)
+static int report(staleness_t *st, PGresult *res)
 {
     int n = PQntuples(res);
     for (int r = 0; r < n; r++) {
         const char *id = PQgetvalue(res, r, 0), *from = PQgetvalue(res, r, 2);
         bool stale = !strcmp(PQgetvalue(res, r, 1), "stale");
         if (stale) {
-            x->stats.staleness_timeouts++;
-            stats_dead_letter(&x->stats, "staleness_timeout", 1);
+            st->stats->staleness_timeouts++;
+            stats_dead_letter(st->stats, "staleness_timeout", 1);
         } else {
-            x->stats.staleness_warnings++;
+            st->stats->staleness_warnings++;
         }
         log_kv(LOG_WARN,
                stale ? "execution stale: ended, with a staleness_timeout record"
@@ -58,18 +58,18 @@ static int report(executor_t *x, PGresult *res)
     return n;
 }
 
-void staleness_run(executor_t *x)
+void staleness_run(staleness_t *st)
 {
-    char *cfg = dlq_staleness_cfg(x->cfg), limit[16];
+    char *cfg = dlq_staleness_cfg(st->cfg), limit[16];
     if (!cfg)
         return;
-    snprintf(limit, sizeof limit, "%d", x->cfg->executor.batch_size);
+    snprintf(limit, sizeof limit, "%d", st->cfg->executor.batch_size);
     sweep_t s = {.params = {cfg, limit}};
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop turning. */
     for (int round = 0; round < STALENESS_ROUNDS; round++) {
-        if (dbc_transaction(&x->db_jobs, "checking staleness", sweep_fn, &s) != DBC_OK)
+        if (dbc_transaction(st->db, "checking staleness", sweep_fn, &s) != DBC_OK)
             break;
-        if (report(x, s.res) < x->cfg->executor.batch_size)
+        if (report(st, s.res) < st->cfg->executor.batch_size)
             break;
     }
     PQclear(s.res);

@@ -1,16 +1,18 @@
 /*
  * Every message the executor consumes, as its consumers parse it before touching the database
- * (executor/executor.h): worker reports (results_handler), heartbeats (registry_handler) and
- * dead letters (dlq_handler). Workers and anyone allowed to publish to the dead-letter exchange
- * write these.
+ * (executor/results.h, registry.h, dlq_handler.h): worker reports (results_handler), heartbeats
+ * (registry_handler) and dead letters (dlq_handler). Workers and anyone allowed to publish to
+ * the dead-letter exchange write these.
  * Input: one byte choosing the handler (bits 0-1: results, heartbeats, dead letters) and whether
  * headers follow (bit 2: then a 16-bit big-endian length and that many bytes of an encoded
  * AMQP headers table); the rest is the body.
  * Invariants: a message is either usable or marked with a dead-letter reason and an error that
  * is valid UTF-8 text (it is stored in dead_letters.error, a text column).
  */
-#include "executor/executor.h"
+#include "executor/dlq_handler.h"
 #include "executor/inmsg.h"
+#include "executor/registry.h"
+#include "executor/results.h"
 #include "fuzz.h"
 #include "warren/log.h"
 #include "warren/utf8.h"
