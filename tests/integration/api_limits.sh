@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A client cannot exhaust the executor's API: bodies over api.max_body_bytes get 413 (JSON up to
-# twice the limit; beyond, libevent refuses before reading), 10,000 headers are refused, a client
-# sending a byte a second is closed after api.read_timeout_s, and past api.max_connections new
-# connections wait until one closes. The API answers normally afterwards.
+# A client cannot exhaust the executor's API: bodies over api.max_body_bytes get 413 (JSON, before
+# the body is read), 10,000 headers are refused, a client sending a byte a second is closed after
+# api.header_timeout_s, and past api.max_connections new connections wait until one closes. The
+# API answers normally afterwards.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -12,7 +12,7 @@ require_stack
 isolate_topology
 action=$(unique_name act)
 forget_executions "$action"
-export WARREN__API__MAX_BODY_BYTES=4096 WARREN__API__READ_TIMEOUT_S=3
+export WARREN__API__MAX_BODY_BYTES=4096 WARREN__API__HEADER_TIMEOUT_S=3
 export WARREN__API__MAX_CONNECTIONS=4 WARREN__API__MAX_HEADER_BYTES=8192
 api_start ex
 port=${API##*:}
@@ -57,7 +57,7 @@ case "$status" in
 esac
 healthy "after 10,000 headers"
 
-log "a client sending one byte a second is closed after read_timeout_s"
+log "a client sending one byte a second is closed after header_timeout_s"
 python3 - "$port" >"$TEST_TMP/slow.out" <<'PY'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
