@@ -1,8 +1,8 @@
 /*
  * The small HTTP server both daemons run on their event loop (libevent's evhttp): the
  * executor's API, health and metrics, and each worker's health and metrics. It adds what
- * evhttp 2.1 lacks for a server that faces the network: a bound on connections (the listener
- * pauses at the limit); every request head read whole and strictly (http_head_parse) and passed
+ * evhttp 2.1 lacks for a server that faces the network: a bound on connections that slow or
+ * idle clients cannot hold against new ones (health probes); every request head read whole and strictly (http_head_parse) and passed
  * through a gate (the API's keys) before evhttp sees it, so that a refused request has none of
  * its body read; a byte budget for the bodies of all connections; deadlines for a head and a
  * body (a client sending a byte a second is closed, whatever the per-read timeout) and for a
@@ -22,7 +22,9 @@
 #include "warren/metrics.h"
 
 typedef struct http_limits {
-    int max_connections;      /* open connections; the listener pauses at the limit */
+    int max_connections;      /* open connections; at the limit a new one takes the slot of the one
+                            that has waited longest without a request in flight (a slow head,
+                            an idle kept-alive); the listener pauses when there is none */
     size_t max_header_bytes;  /* request line and headers */
     size_t max_body_bytes;    /* a larger Content-Length gets 413 before the body is read */
     size_t body_budget_bytes; /* bodies of all connections together; past it 503 */
@@ -111,6 +113,8 @@ int http_listen(http_server_t *s, const char *hostport, char *err, size_t errlen
 int http_port(const http_server_t *s);
 /* Connections open now. */
 size_t http_connections(const http_server_t *s);
+/* Connections closed so far to give their slot to a new one (see http_limits_t). */
+uint64_t http_evicted(const http_server_t *s);
 
 /* Split "host:port" / "[v6]:port" / ":port"; host "" means every address. Pure. */
 int http_split_hostport(const char *s, char *host, size_t hostlen, int *port) WARN_UNUSED;

@@ -50,8 +50,9 @@ typedef struct conn {
     conn_stage_t stage;
     char *head; /* owned: the head read so far (head_len bytes), NULL between heads */
     size_t head_len, body_left, reserved; /* reserved: of the server's body budget */
-    struct evbuffer *held;                /* owned: bytes read ahead of a request's answer */
-    struct http_job *job; /* the request a fiber handles now (HTTP_WAITS), NULL: none */
+    int64_t waiting_since_ms; /* monotonic: accepted, or its last answer sent (evict_one) */
+    struct evbuffer *held;    /* owned: bytes read ahead of a request's answer */
+    struct http_job *job;     /* the request a fiber handles now (HTTP_WAITS), NULL: none */
 } conn_t;
 
 /* A request handled on a fiber of its own (a route with HTTP_WAITS): everything the handler
@@ -76,6 +77,7 @@ struct http_server {
     conn_t *conns, *dead; /* open ones; closed ones freed by reap_ev */
     size_t n_conns;
     size_t body_bytes; /* reserved by the bodies of all connections now */
+    uint64_t evicted;  /* connections closed to give their slot to a new one */
     bool paused;
     struct event reap_ev;
     http_gate_fn gate;
@@ -261,9 +263,50 @@ static struct evhttp_connection *conn_evcon(conn_t *c)
     return cbarg;
 }
 
+static struct evhttp_connection *conn_evcon(conn_t *c);
+static void conn_closed(conn_t *c);
+
+/* A connection that may give its slot away: no request of it is past its head (none in flight,
+ * no body coming), so closing it loses nothing but a head that did not come in time, or an idle
+ * kept-alive connection. */
+static bool evictable(const conn_t *c)
+{
+    return !c->closed && (c->stage == STAGE_HEAD || c->stage == STAGE_DISCARD);
+}
+
+static bool any_evictable(const http_server_t *s, const conn_t *except)
+{
+    for (const conn_t *c = s->conns; c; c = c->next)
+        if (c != except && evictable(c))
+            return true;
+    return false;
+}
+
+/*
+ * At the connection limit, the connection that has waited longest without a request in flight
+ * is closed for a new one: slow or idle clients cannot keep others (health probes) out. false
+ * when every connection has a request past its head.
+ */
+static bool evict_one(http_server_t *s, const conn_t *except)
+{
+    conn_t *victim = NULL;
+    for (conn_t *c = s->conns; c; c = c->next)
+        if (c != except && evictable(c) && conn_evcon(c) &&
+            (!victim || c->waiting_since_ms < victim->waiting_since_ms))
+            victim = c;
+    if (!victim)
+        return false;
+    s->evicted++;
+    evhttp_connection_free(conn_evcon(victim)); /* calls on_conn_close once set up */
+    conn_closed(victim);
+    return true;
+}
+
+/* The listener pauses only when every slot holds a request past its head (evict_one). */
 static void resume_listener(http_server_t *s)
 {
-    if (s->paused && s->n_conns < (size_t)s->limits.max_connections && s->bound) {
+    if (s->paused && s->bound &&
+        (s->n_conns < (size_t)s->limits.max_connections || any_evictable(s, NULL))) {
         evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
         s->paused = false;
     }
@@ -347,6 +390,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 
 static void conn_free(conn_t *c)
 {
+    if (c->bev) /* evicted before its setup */
+        bufferevent_decref(c->bev);
     event_del(&c->setup_ev);
     event_del(&c->deadline_ev);
     free(c->head);
@@ -573,6 +618,8 @@ static void on_complete(struct evhttp_request *req, void *arg)
     conn_release(c);
     c->stage = STAGE_HEAD;
     c->head_armed = false;
+    c->waiting_since_ms = now_mono_ms();
+    resume_listener(c->srv);
     conn_arm(c, c->srv->limits.idle_timeout_s);
     /* Into the input, empty now (evhttp has read the request, the rest is held), through
      * on_input; at its front, as a socket's input takes bytes at its end only while it reads. */
@@ -602,9 +649,13 @@ static struct bufferevent *on_accept(struct event_base *base, void *arg)
     (void)evloop_arm(&c->setup_ev, 0);
     conn_arm(c, s->limits.header_timeout_s);
     c->head_armed = true;
+    c->waiting_since_ms = now_mono_ms();
     c->next = s->conns;
     s->conns = c;
-    if (++s->n_conns >= (size_t)s->limits.max_connections && s->bound && !s->paused) {
+    if (++s->n_conns > (size_t)s->limits.max_connections)
+        (void)evict_one(s, c);
+    if (s->n_conns >= (size_t)s->limits.max_connections && s->bound && !s->paused &&
+        !any_evictable(s, c)) {
         evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
         s->paused = true;
     }
@@ -864,4 +915,9 @@ int http_port(const http_server_t *s)
 size_t http_connections(const http_server_t *s)
 {
     return s->n_conns;
+}
+
+uint64_t http_evicted(const http_server_t *s)
+{
+    return s->evicted;
 }
