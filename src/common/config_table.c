@@ -264,7 +264,7 @@ const cfg_key_t cfg_table[] = {
     INT("api.body_budget_bytes", api.body_budget_bytes, "16777216", 1024, 1024 * 1024 * 1024,
         "Bytes the bodies of all API requests being received or answered may take together; a "
         "request whose Content-Length does not fit gets 503 with Retry-After before its body is "
-        "read"),
+        "read; never less than api.max_body_bytes"),
     INT("api.read_timeout_s", api.read_timeout_s, "10", 1, 3600,
         "A read or write of an API connection that makes no progress for this many seconds "
         "closes it"),

@@ -79,7 +79,7 @@ struct http_server {
     size_t body_bytes; /* reserved by the bodies of all connections now */
     uint64_t evicted;  /* connections closed to give their slot to a new one */
     bool paused;
-    struct event reap_ev;
+    struct event reap_ev, resume_ev;
     http_gate_fn gate;
     void *gate_arg; /* borrowed */
 };
@@ -263,7 +263,6 @@ static struct evhttp_connection *conn_evcon(conn_t *c)
     return cbarg;
 }
 
-static struct evhttp_connection *conn_evcon(conn_t *c);
 static void conn_closed(conn_t *c);
 
 /* A connection that may give its slot away: no request of it is past its head (none in flight,
@@ -310,6 +309,23 @@ static void resume_listener(http_server_t *s)
         evconnlistener_enable(evhttp_bound_socket_get_listener(s->bound));
         s->paused = false;
     }
+}
+
+/* A connection left the evictable stages: at the limit with none left, new clients wait. */
+static void pause_if_full(http_server_t *s)
+{
+    if (!s->paused && s->bound && s->n_conns >= (size_t)s->limits.max_connections &&
+        !any_evictable(s, NULL)) {
+        evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
+        s->paused = true;
+    }
+}
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    resume_listener(arg);
 }
 
 static void conn_release(conn_t *c)
@@ -506,6 +522,7 @@ static void head_done(conn_t *c)
     s->body_bytes += c->reserved;
     c->body_left = h.content_length;
     c->stage = c->body_left ? STAGE_BODY : STAGE_HELD;
+    pause_if_full(s);
     if (c->body_left)
         conn_arm(c, s->limits.body_timeout_s);
     else
@@ -652,13 +669,16 @@ static struct bufferevent *on_accept(struct event_base *base, void *arg)
     c->waiting_since_ms = now_mono_ms();
     c->next = s->conns;
     s->conns = c;
-    if (++s->n_conns > (size_t)s->limits.max_connections)
-        (void)evict_one(s, c);
+    bool evicted = ++s->n_conns > (size_t)s->limits.max_connections && evict_one(s, c);
     if (s->n_conns >= (size_t)s->limits.max_connections && s->bound && !s->paused &&
-        !any_evictable(s, c)) {
+        (evicted || !any_evictable(s, c))) {
         evconnlistener_disable(evhttp_bound_socket_get_listener(s->bound));
         s->paused = true;
     }
+    /* One eviction per loop turn: the connections accepted in a burst have their heads read
+     * before the next burst, so a probe is never closed for clients that came after it. */
+    if (evicted)
+        event_active(&s->resume_ev, EV_TIMEOUT, 0);
     return bev;
 }
 
@@ -823,12 +843,19 @@ http_server_t *http_new(struct event_base *base, const char *name, const http_li
         s->limits.max_connections = 1;
     if (s->limits.max_header_bytes < 64)
         s->limits.max_header_bytes = 64;
+    if (s->limits.body_budget_bytes < s->limits.max_body_bytes) /* one body at least */
+        s->limits.body_budget_bytes = s->limits.max_body_bytes;
+    if (s->limits.header_timeout_s < 1)
+        s->limits.header_timeout_s = 1;
+    if (s->limits.body_timeout_s < 1)
+        s->limits.body_timeout_s = 1;
     s->http = evhttp_new(base);
     if (!s->http) {
         free(s);
         return NULL;
     }
     event_assign(&s->reap_ev, base, -1, 0, on_reap, s);
+    event_assign(&s->resume_ev, base, -1, 0, on_resume, s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
                                             EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_OPTIONS);
@@ -851,14 +878,13 @@ void http_free(http_server_t *s)
     for (conn_t *c = s->conns; c;) { /* those evhttp had not taken yet */
         conn_t *next = c->next;
         evbuffer_remove_cb(bufferevent_get_input(c->io), on_input, c);
-        if (c->bev)
-            bufferevent_decref(c->bev);
-        conn_free(c);
+        conn_free(c); /* and its reference to the bufferevent */
         c = next;
     }
     s->conns = NULL;
     on_reap(-1, 0, s);
     event_del(&s->reap_ev);
+    event_del(&s->resume_ev);
     free(s);
 }
 
