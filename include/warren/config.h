@@ -134,7 +134,10 @@ typedef struct warren_config {
         int max_body_bytes;
         int max_connections;
         int max_header_bytes;
+        int body_budget_bytes; /* bodies of all API connections together */
         int read_timeout_s;
+        int header_timeout_s;
+        int body_timeout_s;
         int idle_timeout_s;
         int statement_timeout_ms; /* the API lane's bound on a statement and on waiting for one */
         int pool_size;            /* the API lane's connections for reads (writes have one more) */
@@ -153,15 +156,15 @@ typedef struct warren_config {
         char *http_listen;  /* host:port of /livez, /readyz, /metrics; "" disables it */
         int retire_after_s; /* the executor's: offline this long -> retired; 0: never */
     } worker;
-    unsigned char source[96]; /* cfg_source_t per table row; managed by config.c */
-    char *file;               /* the file read (NULL: none), read again by cfg_reload */
+    unsigned char source[128]; /* cfg_source_t per table row; managed by config.c */
+    char *file;                /* the file read (NULL: none), read again by cfg_reload */
     /* The WARREN__* environment as cfg_load found it, which cfg_reload reads again: a process's
      * environment is fixed at its start, and the worker clears its own once loaded. */
     char **env;
 } warren_config_t;
 
 /* Room for every key of the table (config.c checks it). */
-#define CFG_KEYS_MAX 96
+#define CFG_KEYS_MAX 128
 
 typedef enum { CFG_SRC_DEFAULT = 0, CFG_SRC_FILE, CFG_SRC_ENV } cfg_source_t;
 

@@ -1,10 +1,13 @@
 /*
  * The small HTTP server both daemons run on their event loop (libevent's evhttp): the
  * executor's API, health and metrics, and each worker's health and metrics. It adds what
- * evhttp 2.1 lacks for a server that faces the network: a bound on connections (the listener
- * pauses at the limit), a deadline for a whole request (a client sending a byte a second is
- * closed after read_timeout_s, whatever the per-read timeout), an idle deadline for kept-alive
- * connections, routing with path parameters, 404/405, and JSON errors {"error","detail"}.
+ * evhttp 2.1 lacks for a server that faces the network: a bound on connections that slow or
+ * idle clients cannot hold against new ones (health probes); every request head read whole and strictly (http_head_parse) and passed
+ * through a gate (the API's keys) before evhttp sees it, so that a refused request has none of
+ * its body read; a byte budget for the bodies of all connections; deadlines for a head and a
+ * body (a client sending a byte a second is closed, whatever the per-read timeout) and for a
+ * kept-alive connection left idle; routing with path parameters, 404/405, and JSON errors
+ * {"error","detail"} for everything, evhttp's own included.
  * Handlers run on the loop and answer before they return, except those of routes marked
  * HTTP_WAITS, which run on fibers and may wait.
  */
@@ -19,14 +22,23 @@
 #include "warren/metrics.h"
 
 typedef struct http_limits {
-    int max_connections;     /* open connections; the listener pauses at the limit */
-    size_t max_header_bytes; /* request line and headers */
-    size_t max_body_bytes;   /* larger bodies get 413 */
-    int read_timeout_s;      /* a request must arrive whole within this */
-    int idle_timeout_s;      /* a kept-alive connection without a request is closed */
+    int max_connections;      /* open connections; at the limit a new one takes the slot of the one
+                            that has waited longest without a request in flight (a slow head,
+                            an idle kept-alive); the listener pauses when there is none */
+    size_t max_header_bytes;  /* request line and headers */
+    size_t max_body_bytes;    /* a larger Content-Length gets 413 before the body is read */
+    size_t body_budget_bytes; /* bodies of all connections together; past it 503 */
+    int read_timeout_s;       /* a read or write that makes no progress this long closes */
+    int header_timeout_s;     /* a request head must arrive whole within this */
+    int body_timeout_s;       /* a body must arrive whole within this after its head */
+    int idle_timeout_s;       /* a kept-alive connection without a request is closed */
 } http_limits_t;
 
 enum { HTTP_GET = 1, HTTP_POST = 2, HTTP_PATCH = 4 };
+/* With the methods of a route: its handler reads the query string of a GET and refuses the
+ * parameters it does not know (http_query_only). Any other request with a query parameter
+ * gets 400. */
+#define HTTP_QUERY 128
 /* With the methods of a route: its handler may wait (the database, the broker), so it runs on a
  * fiber of its own (warren/fiber.h) and the loop serves other requests meanwhile. The reply may
  * come after on_request returned; a client that leaves first gets none (replies go nowhere). */
@@ -49,6 +61,36 @@ typedef struct http_req {
 
 typedef void (*http_handler_fn)(http_req_t *r, void *arg);
 
+/* A request head as http_head_parse read it; the strings point into the parsed buffer. */
+typedef struct http_head {
+    int method;         /* HTTP_GET, HTTP_POST, HTTP_PATCH; 0 for HEAD, PUT, DELETE, OPTIONS */
+    const char *target; /* as sent: path and query, still percent-encoded */
+    bool http11, has_host, has_length, has_encoding, no_body; /* no_body: HEAD */
+    size_t content_length;                                    /* 0 without Content-Length */
+    const char *authorization, *api_key; /* the first of each header, NULL when absent */
+} http_head_t;
+
+/* Why a request is refused before its body: the status and the JSON error's two fields. */
+typedef struct http_refusal {
+    int code;
+    const char *error; /* static */
+    char detail[160];
+} http_refusal_t;
+
+/*
+ * Read a whole head (buf[0..len) ending with CRLF CRLF; changed in place) strictly: 400 for a
+ * line not ending with CRLF, a folded or malformed header, a NUL or a control character, a
+ * duplicate or malformed Content-Length, Transfer-Encoding beside Content-Length, a target that
+ * is not an origin-form path or whose path decodes to a control character, and HTTP/1.1 without
+ * one Host, or a HEAD with a body; 501 for TRACE, CONNECT, unknown methods and Transfer-Encoding; 505 for versions other
+ * than HTTP/1.0 and 1.1; 417 for an Expect other than 100-continue. -1 with why filled. Pure.
+ */
+int http_head_parse(char *buf, size_t len, http_head_t *h, http_refusal_t *why) WARN_UNUSED;
+
+/* Asked once a head has arrived whole, before any of its body is read: 0 lets the request in,
+ * -1 refuses it with why (401, 403, ...). */
+typedef int (*http_gate_fn)(const http_head_t *h, void *arg, http_refusal_t *why);
+
 typedef struct http_server http_server_t;
 
 /* A server on base (borrowed), nothing bound yet; name is for logs ("api", "health").
@@ -62,6 +104,8 @@ void http_free(http_server_t *s);
  */
 int http_route(http_server_t *s, int methods, const char *pattern, http_handler_fn fn,
                void *arg) WARN_UNUSED;
+/* The gate every request head passes (arg borrowed); none by default. */
+void http_set_gate(http_server_t *s, http_gate_fn fn, void *arg);
 /* Bind host:port ("127.0.0.1:8080", "[::1]:8080", ":8080" for every address, port 0 for any
  * free one) and log the address. -1 with err when it cannot. */
 int http_listen(http_server_t *s, const char *hostport, char *err, size_t errlen) WARN_UNUSED;
@@ -69,6 +113,8 @@ int http_listen(http_server_t *s, const char *hostport, char *err, size_t errlen
 int http_port(const http_server_t *s);
 /* Connections open now. */
 size_t http_connections(const http_server_t *s);
+/* Connections closed so far to give their slot to a new one (see http_limits_t). */
+uint64_t http_evicted(const http_server_t *s);
 
 /* Split "host:port" / "[v6]:port" / ":port"; host "" means every address. Pure. */
 int http_split_hostport(const char *s, char *host, size_t hostlen, int *port) WARN_UNUSED;

@@ -261,8 +261,19 @@ const cfg_key_t cfg_table[] = {
         "Open API connections at most; further clients wait in the listen backlog"),
     INT("api.max_header_bytes", api.max_header_bytes, "16384", 1024, 1048576,
         "Largest request line and headers"),
+    INT("api.body_budget_bytes", api.body_budget_bytes, "16777216", 1024, 1024 * 1024 * 1024,
+        "Bytes the bodies of all API requests being received or answered may take together; a "
+        "request whose Content-Length does not fit gets 503 with Retry-After before its body is "
+        "read; never less than api.max_body_bytes"),
     INT("api.read_timeout_s", api.read_timeout_s, "10", 1, 3600,
-        "A request must arrive whole within this many seconds, or its connection is closed"),
+        "A read or write of an API connection that makes no progress for this many seconds "
+        "closes it"),
+    INT("api.header_timeout_s", api.header_timeout_s, "5", 1, 3600,
+        "A request line and headers must arrive whole within this many seconds of the first "
+        "byte (of the connection for its first request), or the connection is closed"),
+    INT("api.body_timeout_s", api.body_timeout_s, "30", 1, 3600,
+        "A request body must arrive whole within this many seconds of its head, or the "
+        "connection is closed"),
     INT("api.idle_timeout_s", api.idle_timeout_s, "30", 1, 3600,
         "A kept-alive connection without a request is closed after this many seconds"),
     R_INT("api.statement_timeout_ms", api.statement_timeout_ms, "5000", 100, 600000,

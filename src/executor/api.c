@@ -25,21 +25,23 @@ static int add_routes(api_t *x)
 {
     http_server_t *s = x->server;
     const int W = HTTP_WAITS; /* API routes read the database: each request on a fiber */
+    const int Q = HTTP_QUERY; /* their GET handlers check their query parameters */
     return http_route(s, HTTP_GET, "/livez", api_livez, x) ||
            http_route(s, HTTP_GET, "/readyz", api_readyz, x) ||
            http_route(s, HTTP_GET, "/metrics", api_metrics, x) ||
-           http_route(s, W | HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
+           http_route(s, W | Q | HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
            http_route(s, W | HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/cancel", cancel_handle, x) ||
-           http_route(s, W | HTTP_GET, "/api/v1/workers", api_workers, x) ||
-           http_route(s, W | HTTP_GET, "/api/v1/dead-letters", api_dl_list, x) ||
-           http_route(s, W | HTTP_GET, "/api/v1/dead-letters/stats", api_dl_stats, x) ||
+           http_route(s, W | Q | HTTP_GET, "/api/v1/workers", api_workers, x) ||
+           http_route(s, W | Q | HTTP_GET, "/api/v1/dead-letters", api_dl_list, x) ||
+           http_route(s, W | Q | HTTP_GET, "/api/v1/dead-letters/stats", api_dl_stats, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/dead-letters/purge", api_dl_purge, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/dead-letters/resolve", api_dl_resolve, x) ||
            http_route(s, W | HTTP_GET | HTTP_PATCH, "/api/v1/dead-letters/{}", api_dl_one, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/dead-letters/{}/redrive", api_dl_redrive, x) ||
-           http_route(s, W | HTTP_GET, "/api/v1/staleness", api_staleness, x) ||
-           http_route(s, W | HTTP_GET | HTTP_POST, "/api/v1/redrive-tasks", api_redrive_tasks, x) ||
+           http_route(s, W | Q | HTTP_GET, "/api/v1/staleness", api_staleness, x) ||
+           http_route(s, W | Q | HTTP_GET | HTTP_POST, "/api/v1/redrive-tasks", api_redrive_tasks,
+                      x) ||
            http_route(s, W | HTTP_GET, "/api/v1/redrive-tasks/{}", api_redrive_task, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel,
                       x) ||
@@ -72,9 +74,14 @@ int api_start(api_t *x)
     http_limits_t limits = {.max_connections = cfg->api.max_connections,
                             .max_header_bytes = (size_t)cfg->api.max_header_bytes,
                             .max_body_bytes = (size_t)cfg->api.max_body_bytes,
+                            .body_budget_bytes = (size_t)cfg->api.body_budget_bytes,
                             .read_timeout_s = cfg->api.read_timeout_s,
+                            .header_timeout_s = cfg->api.header_timeout_s,
+                            .body_timeout_s = cfg->api.body_timeout_s,
                             .idle_timeout_s = cfg->api.idle_timeout_s};
     x->server = http_new(x->base, "api", &limits);
+    if (x->server)
+        http_set_gate(x->server, api_gate, x);
     if (!x->server || add_routes(x) != 0) {
         log_kv(LOG_ERROR, "cannot set up the HTTP API", NULL);
         return -1;

@@ -59,6 +59,9 @@ void api_keys_take(api_t *x);
  * api.auth_reads). who gets the key's name. 401 without a key, 403 for a wrong key or a read
  * key on a write. */
 bool api_authorize(api_t *x, http_req_t *r, bool write, char *who, size_t wholen);
+/* The HTTP server's gate (http_set_gate, arg the api_t): a POST or PATCH, or any request with a
+ * body, needs a write key, checked on the head before the body is read (401, 403). */
+int api_gate(const http_head_t *h, void *arg, http_refusal_t *why);
 
 /* Run sql in a transaction of its own; *out gets its result (the caller PQclear()s it).
  * 503 with Retry-After while the database is unreachable, 400 when it refused the input,

@@ -19,18 +19,47 @@
 
 /* ---- shared by the handlers ---- */
 
-/* The secret of Authorization: Bearer or X-API-Key; NULL when the request has none. */
-static const char *request_secret(http_req_t *r)
+/* The secret of Authorization: Bearer or X-API-Key (either may be NULL); NULL when none. */
+static const char *secret_of(const char *auth, const char *key)
 {
-    const char *auth = http_header(r, "Authorization");
     if (auth && !strncasecmp(auth, "Bearer ", 7)) {
         auth += 7;
         while (*auth == ' ')
             auth++;
         return *auth ? auth : NULL;
     }
-    const char *key = http_header(r, "X-API-Key");
     return key && *key ? key : NULL;
+}
+
+static const char *request_secret(http_req_t *r)
+{
+    return secret_of(http_header(r, "Authorization"), http_header(r, "X-API-Key"));
+}
+
+/* Refused on its head, before its body is read: a write (POST, PATCH), or any request with a
+ * body, without a write key. Reads and methods no route takes are left to the handlers
+ * (api.auth_reads; 404 and 405 before 401). */
+int api_gate(const http_head_t *h, void *arg, http_refusal_t *why)
+{
+    api_t *x = arg;
+    bool write = h->method == HTTP_POST || h->method == HTTP_PATCH;
+    if (x->keys.n == 0 || (!write && h->content_length == 0))
+        return 0;
+    const char *secret = secret_of(h->authorization, h->api_key);
+    const api_key_t *key = secret ? api_keys_find(&x->keys, secret) : NULL;
+    if (!secret)
+        *why = (http_refusal_t){401, "unauthorized",
+                                "this needs an API key (Authorization: Bearer KEY or X-API-Key: "
+                                "KEY)"};
+    else if (!key)
+        *why = (http_refusal_t){403, "forbidden", "the API key is not valid"};
+    else if (key->scope != API_SCOPE_WRITE) {
+        *why = (http_refusal_t){403, "forbidden", ""};
+        snprintf(why->detail, sizeof why->detail, "key '%s' may only read; this needs a write key",
+                 key->name);
+    } else
+        return 0;
+    return -1;
 }
 
 bool api_authorize(api_t *x, http_req_t *r, bool write, char *who, size_t wholen)
@@ -213,8 +242,14 @@ json_object *api_parse_json(const char *body, size_t len, int *code, char *err, 
     enum json_tokener_error e = json_tokener_get_error(tok);
     size_t used = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
-    const char *why = e != json_tokener_success                      ? json_tokener_error_desc(e)
-                      : !v                                           ? "null is not a submission"
+    char at[160];
+    /* json-c names its state "continue" where the text ends inside a value: say that instead */
+    snprintf(at, sizeof at, "not valid at byte %zu (%s)", used, json_tokener_error_desc(e));
+    const char *why = e == json_tokener_continue && strspn(body, " \t\r\n") == len
+                          ? "the body is empty"
+                      : e == json_tokener_continue ? "the text ends inside a value"
+                      : e != json_tokener_success  ? at
+                      : !v                         ? "null is not a submission"
                       : len - used != strspn(body + used, " \t\r\n") ? "text after the JSON value"
                       : jf_has_nul(v) ? "a string holds a NUL character (\\u0000)"
                                       : NULL;

@@ -13,7 +13,10 @@
 static const http_limits_t health_limits = {.max_connections = 16,
                                             .max_header_bytes = 8192,
                                             .max_body_bytes = 1024,
+                                            .body_budget_bytes = 16 * 1024,
                                             .read_timeout_s = 10,
+                                            .header_timeout_s = 5,
+                                            .body_timeout_s = 5,
                                             .idle_timeout_s = 30};
 
 static void on_livez(http_req_t *r, void *arg)

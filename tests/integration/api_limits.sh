@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A client cannot exhaust the executor's API: bodies over api.max_body_bytes get 413 (JSON up to
-# twice the limit; beyond, libevent refuses before reading), 10,000 headers are refused, a client
-# sending a byte a second is closed after api.read_timeout_s, and past api.max_connections new
-# connections wait until one closes. The API answers normally afterwards.
+# A client cannot exhaust the executor's API: bodies over api.max_body_bytes get 413 (JSON, before
+# the body is read), 10,000 headers are refused, a client sending a byte a second is closed after
+# api.header_timeout_s; past api.max_connections a new connection takes the slot of the one that
+# has waited longest for its head, and waits when every slot is receiving a body. The API answers
+# normally afterwards.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -12,7 +13,7 @@ require_stack
 isolate_topology
 action=$(unique_name act)
 forget_executions "$action"
-export WARREN__API__MAX_BODY_BYTES=4096 WARREN__API__READ_TIMEOUT_S=3
+export WARREN__API__MAX_BODY_BYTES=4096 WARREN__API__HEADER_TIMEOUT_S=3
 export WARREN__API__MAX_CONNECTIONS=4 WARREN__API__MAX_HEADER_BYTES=8192
 api_start ex
 port=${API##*:}
@@ -57,7 +58,7 @@ case "$status" in
 esac
 healthy "after 10,000 headers"
 
-log "a client sending one byte a second is closed after read_timeout_s"
+log "a client sending one byte a second is closed after header_timeout_s"
 python3 - "$port" >"$TEST_TMP/slow.out" <<'PY'
 import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
@@ -79,11 +80,24 @@ elapsed=$(cat "$TEST_TMP/slow.out")
 awk -v e="$elapsed" 'BEGIN { exit !(e >= 2.5 && e <= 6) }' || fail "slow client closed after ${elapsed}s, not ~3s"
 healthy "after the slow client"
 
-log "past max_connections new clients wait until a connection closes"
-exec 3<>"/dev/tcp/127.0.0.1/$port" 4<>"/dev/tcp/127.0.0.1/$port" 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.1/$port"
+log "past max_connections a new client takes the slot of the one waiting longest for its head"
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+sleep 0.2
+exec 4<>"/dev/tcp/127.0.0.1/$port" 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.1/$port"
+sleep 0.3
+healthy "a fifth connection served while four wait for their heads"
+assert_eq "" "$(timeout 2 cat <&3 || echo open)" "the oldest was closed for it"
+exec 3>&- 4>&- 5>&- 6>&-
+
+log "past max_connections with every slot receiving a body, new clients wait until one is done"
+for fd in 3 4 5 6; do
+    eval "exec $fd<>/dev/tcp/127.0.0.1/$port"
+    printf 'POST /api/v1/executions HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{' \
+        "$API_WRITE_KEY" >&$fd
+done
 sleep 0.3
 code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$API/livez" || true)
-assert_eq 000 "$code" "a fifth connection is not served while four are open"
+assert_eq 000 "$code" "a fifth connection is not served while four receive bodies"
 exec 3>&- 4>&-
 sleep 0.3
 healthy "served once connections closed"
