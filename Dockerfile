@@ -21,13 +21,16 @@ RUN bash scripts/package --out /out
 
 FROM debian:12-slim
 # The user first, with the id the Kubernetes manifests run as; the package's postinst keeps it.
+# The signing key its postinst makes is removed: an image is shared, a key is not; a container
+# gets its key at /var/lib/warren/signing.key from outside (k8s/: a Secret).
 RUN groupadd --system --gid 10001 warren \
     && useradd --system --uid 10001 --gid warren --home-dir /nonexistent --no-create-home \
         --shell /usr/sbin/nologin warren
 COPY --from=build /out/ /tmp/warren-deb/
 RUN apt-get update \
     && apt-get install -y --no-install-recommends /tmp/warren-deb/warren_*.deb \
-    && rm -rf /var/lib/apt/lists/* /tmp/warren-deb
+    && rm -rf /var/lib/apt/lists/* /tmp/warren-deb \
+    && rm -f /var/lib/warren/signing.key
 ENV WARREN_CONFIG=/etc/warren/warren.conf
 USER 10001:10001
 ENTRYPOINT ["/usr/bin/warren"]

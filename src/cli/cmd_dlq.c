@@ -194,13 +194,23 @@ static const char *str(json_object *o, const char *key)
     return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : NULL;
 }
 
+/* Who says where a record's queue and reason come from: "broker" (its x-death is the broker's),
+ * "claim" (a header nobody vouches for), "-" (no x-death). */
+static const char *x_death_word(json_object *it)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(it, "x_death_verified", &v) || !v)
+        return "-";
+    return json_object_get_boolean(v) ? "broker" : "claim";
+}
+
 static int print_list(json_object *doc)
 {
-    static const char *const heads[] = {"ID",         "EXECUTION", "REASON", "CAUSE",
-                                        "RESOLUTION", "QUEUE",     "AGE"};
+    static const char *const heads[] = {"ID",         "EXECUTION", "REASON",  "CAUSE",
+                                        "RESOLUTION", "QUEUE",     "X-DEATH", "AGE"};
     json_object *items;
     cli_table_t t;
-    if (!json_object_object_get_ex(doc, "items", &items) || cli_table_init(&t, 7, heads) != 0)
+    if (!json_object_object_get_ex(doc, "items", &items) || cli_table_init(&t, 8, heads) != 0)
         return EXIT_RUNTIME;
     for (size_t i = 0; i < json_object_array_length(items); i++) {
         json_object *it = json_object_array_get_idx(items, i);
@@ -208,13 +218,9 @@ static int print_list(json_object *doc)
         json_object *a;
         cli_fmt_duration(json_object_object_get_ex(it, "age_s", &a) ? json_object_get_double(a) : 0,
                          age, sizeof age);
-        const char *row[] = {str(it, "id"),
-                             str(it, "execution_id"),
-                             str(it, "reason"),
-                             str(it, "cause"),
-                             str(it, "resolution"),
-                             str(it, "queue"),
-                             age};
+        const char *row[] = {
+            str(it, "id"),         str(it, "execution_id"), str(it, "reason"), str(it, "cause"),
+            str(it, "resolution"), str(it, "queue"),        x_death_word(it),  age};
         if (cli_table_add(&t, row) != 0) {
             cli_table_free(&t);
             return EXIT_RUNTIME;

@@ -17,6 +17,7 @@
 #include "executor/transitions.h"
 #include "warren/db.h"
 #include "warren/envelope.h"
+#include "warren/ids.h"
 #include "warren/jsonfield.h"
 #include "warren/log.h"
 #include "warren/signing.h"
@@ -41,6 +42,43 @@ typedef struct dlq_item {
     char expected_status[16];
     char *result; /* JSON text for the failed execution */
 } dlq_item_t;
+
+/* The names dlq_set_names copied. */
+static char dlx_exchange[256], dlx_queue[256];
+
+void dlq_set_names(const char *exchange, const char *queue)
+{
+    snprintf(dlx_exchange, sizeof dlx_exchange, "%s", exchange ? exchange : "");
+    snprintf(dlx_queue, sizeof dlx_queue, "%s", queue ? queue : "");
+}
+
+/* worker.ID.executions, with a valid worker id. */
+static bool worker_queue(const char *q)
+{
+    static const char pre[] = "worker.", post[] = ".executions";
+    size_t n = strlen(q), np = sizeof pre - 1, ns = sizeof post - 1;
+    if (n <= np + ns || strncmp(q, pre, np) != 0 || strcmp(q + n - ns, post) != 0)
+        return false;
+    char id[256];
+    snprintf(id, sizeof id, "%.*s", (int)(n - np - ns), q + np);
+    return ids_worker_valid(id);
+}
+
+/* Whether the broker wrote the x-death that the record's queue and reason come from: "t", "f",
+ * or NULL without one. Anyone can write the header and publish straight into the dead-letter
+ * queue; the broker dead-letters a dispatch from a worker queue through the dead-letter exchange
+ * (or, parked, from the dead-letter queue), and a dispatch is the executor's when it passed the
+ * identity and signature checks (needs_row). A signed dispatch replayed into the exchange with a
+ * made-up x-death still passes: per-worker broker users tell that one (docs/security.md). */
+static const char *x_death_verified(const dlq_item_t *it)
+{
+    if (!it->xd.present)
+        return NULL;
+    const char *ex = it->in.d->exchange;
+    bool path = it->parked ? !strcmp(it->parking.queue, dlx_queue)
+                           : ex && dlx_exchange[0] && !strcmp(ex, dlx_exchange);
+    return path && worker_queue(it->xd.queue) && it->needs_row ? "t" : "f";
+}
 
 /* What can be known without the database: parse errors, wrong types, missing ids. */
 static void classify(dlq_item_t *it, const mq_delivery_t *d)
@@ -323,6 +361,7 @@ static void build_record(dl_record_t *rec, dlq_item_t *it, const char *queue)
         rec->error = it->note;
     }
     rec->snapshot = it->snapshot;
+    rec->x_death_verified = x_death_verified(it);
     dlrec_from_envelope(rec, it->in.env_ok ? &it->in.env : NULL);
     if (it->needs_row || it->in.has_execution_id) {
         rec->has_execution_id = true;

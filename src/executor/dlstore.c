@@ -79,6 +79,7 @@ enum {
     A_BODY_TEXT,
     A_ERROR,
     A_SNAPSHOT,
+    A_X_DEATH_VERIFIED,
     A_COUNT,
     A_FOLD_KEY = A_COUNT, /* the folding insert's two more */
     A_OCCURRENCES,
@@ -87,14 +88,16 @@ enum {
 
 static const char insert_sql[] =
     "INSERT INTO dead_letters (dedup_key, execution_id, reason, routing_key, exchange, queue,"
-    " message_id, message_type, headers, body, body_text, error, snapshot) "
+    " message_id, message_type, headers, body, body_text, error, snapshot, x_death_verified) "
     "SELECT coalesce(u.dedup_id, 'sha256:' || encode(sha256(u.body), 'hex')) || u.dedup_suffix,"
     " u.execution_id, u.reason, u.routing_key, u.exchange, u.queue, u.message_id,"
-    " u.message_type, u.headers::jsonb, u.body, u.body_text, u.error, u.snapshot::jsonb "
+    " u.message_type, u.headers::jsonb, u.body, u.body_text, u.error, u.snapshot::jsonb,"
+    " u.x_death_verified "
     "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],"
     " $7::text[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::text[],"
-    " $14::text[]) WITH ORDINALITY AS u(dedup_id, dedup_suffix, execution_id, reason, routing_key,"
-    " exchange, queue, message_id, message_type, headers, body, body_text, error, snapshot, ord) "
+    " $14::text[], $15::boolean[]) WITH ORDINALITY AS u(dedup_id, dedup_suffix, execution_id,"
+    " reason, routing_key, exchange, queue, message_id, message_type, headers, body, body_text,"
+    " error, snapshot, x_death_verified, ord) "
     "ORDER BY u.ord "
     "ON CONFLICT (dedup_key) DO NOTHING RETURNING reason";
 
@@ -104,18 +107,18 @@ static const char insert_sql[] =
  * counts. Closed records are never folded into: a new flood after a resolve opens a new one. */
 static const char fold_sql[] =
     "INSERT INTO dead_letters AS d (dedup_key, execution_id, reason, routing_key, exchange, queue,"
-    " message_id, message_type, headers, body, body_text, error, snapshot, fold_key, occurrences,"
-    " last_seen_at) "
+    " message_id, message_type, headers, body, body_text, error, snapshot, x_death_verified,"
+    " fold_key, occurrences, last_seen_at) "
     "SELECT coalesce(u.dedup_id, 'sha256:' || encode(sha256(u.body), 'hex')) || u.dedup_suffix"
     " || '/fold/' || gen_random_uuid(),"
     " u.execution_id, u.reason, u.routing_key, u.exchange, u.queue, u.message_id,"
     " u.message_type, u.headers::jsonb, u.body, u.body_text, u.error, u.snapshot::jsonb,"
-    " u.fold_key, u.occurrences, now() "
+    " u.x_death_verified, u.fold_key, u.occurrences, now() "
     "FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[],"
     " $7::text[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::text[], $13::text[],"
-    " $14::text[], $15::text[], $16::bigint[]) WITH ORDINALITY AS u(dedup_id, dedup_suffix,"
-    " execution_id, reason, routing_key, exchange, queue, message_id, message_type, headers, body,"
-    " body_text, error, snapshot, fold_key, occurrences, ord) "
+    " $14::text[], $15::boolean[], $16::text[], $17::bigint[]) WITH ORDINALITY AS u(dedup_id,"
+    " dedup_suffix, execution_id, reason, routing_key, exchange, queue, message_id, message_type,"
+    " headers, body, body_text, error, snapshot, x_death_verified, fold_key, occurrences, ord) "
     "ORDER BY u.ord "
     "ON CONFLICT (fold_key) WHERE fold_key IS NOT NULL"
     "   AND resolution IN ('pending', 'investigating')"
@@ -180,6 +183,7 @@ static void add_record(pgarr_t *a, const dl_record_t *r)
     add_body(&a[A_BODY], &a[A_BODY_TEXT], r);
     add_text(&a[A_ERROR], r->error);
     pgarr_add(&a[A_SNAPSHOT], r->snapshot);
+    pgarr_add(&a[A_X_DEATH_VERIFIED], r->x_death_verified);
 }
 
 /* Messages nobody could read: what warren_poison_stored_total counts. */

@@ -32,6 +32,9 @@ typedef struct dl_record {
     bool body_cut; /* oversized: body is the first bytes of a longer body (the error says so) */
     const char *error;
     const char *snapshot; /* JSON text of the execution row, or NULL */
+    /* "t": the broker wrote the x-death that queue and reason come from; "f": a header nobody
+     * vouches for, a claim; NULL: no x-death (docs/dead-letters.md) */
+    const char *x_death_verified;
     const char *dedup_id;
     char dedup_suffix[400];
 } dl_record_t;

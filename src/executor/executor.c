@@ -616,6 +616,7 @@ static int set_identity(const warren_config_t *cfg)
     }
     ident_set(&id);
     attempts_set_config(cfg);
+    dlq_set_names(cfg->rabbitmq.dead_letter.exchange, cfg->rabbitmq.dead_letter.queue);
     char err[ERRBUF_SIZE];
     if (sign_setup(cfg->message_queue.signing_key_file, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot load the message signing keys", "error", err, NULL);

@@ -3,15 +3,18 @@
 # systemd units, maintainer scripts); `apt-get install ./warren_*.deb` installs it on this
 # machine and creates the warren system user; then, as that user and from the installed files
 # only, `warren config check` passes, `warren migrate --status` reads the installed schema, the
-# installed units pass `systemd-analyze verify`, and a worker runs an executable and a C handler
-# from /usr/libexec/warren/handlers; what the Dockerfile runs from it (ENTRYPOINT, WARREN_CONFIG)
-# is in it. The package is purged at the end.
+# installed units pass `systemd-analyze verify`; the install made the signing key that
+# warren.conf names (warren's file, mode 0600) and keeps it on a reinstall; the installed
+# executor and worker sign with it, and the worker runs an executable and a C handler from
+# /usr/libexec/warren/handlers that the executor dispatched; what the Dockerfile runs from it
+# (ENTRYPOINT, WARREN_CONFIG) is in it. Purging removes the key.
 # Needs root (CI runs as root). One package test runs at a time on a machine (a lock), since
 # the package is installed system-wide.
 WARREN_TEST_TIMEOUT=${WARREN_TEST_TIMEOUT:-280} # building the package takes a while
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
 require_stack
 
 [ "$(id -u)" = 0 ] || fail "the package test installs a .deb: run it as root"
@@ -64,11 +67,23 @@ assert_eq installed "$(dpkg-query -W -f='${db:Status-Status}' warren)" "package 
 uid=$(id -u warren) || fail "no warren user after install"
 [ "$uid" -lt 1000 ] || fail "warren (uid $uid) is not a system user"
 assert_eq "root:warren 750" "$(stat -c '%U:%G %a' /etc/warren)" "/etc/warren ownership and mode"
+key=/var/lib/warren/signing.key
+assert_eq "warren:warren 700" "$(stat -c '%U:%G %a' /var/lib/warren)" "/var/lib/warren ownership and mode"
+assert_eq "warren:warren 600" "$(stat -c '%U:%G %a' "$key")" "the signing key's ownership and mode"
+grep -Eqx 'k[0-9]{8} [0-9a-f]{64}' "$key" || fail "the signing key is not one line \"KEY_ID SECRET\": $(grep -vc '^#' "$key") lines"
+key_id=$(awk '!/^#/ { print $1; exit }' "$key")
+sum=$(sha256sum "$key")
+(cd "$(dirname "$deb")" && DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install --reinstall \
+    --no-install-recommends ./warren_*.deb) >"$TEST_TMP/reinstall.log" 2>&1 ||
+    fail "apt-get install --reinstall: $(tail -n 20 "$TEST_TMP/reinstall.log")"
+assert_eq "$sum" "$(sha256sum "$key")" "the signing key kept across a reinstall"
 
 # as_warren CMD...: run as the package's user, in this environment (the stack's URLs).
 as_warren() { setpriv --reuid=warren --regid=warren --init-groups -- "$@"; }
 cd / # nothing below may lean on the checkout
 out=$(as_warren /usr/bin/warren config check -c /etc/warren/warren.conf 2>&1) || fail "config check: $out"
+assert_contains "$out" "message_queue.signing_key_file                 = \"$key\"" \
+    "warren.conf names the key the install made"
 assert_contains "$out" 'worker.handlers_dir                            = "/usr/libexec/warren/handlers"' \
     "handlers found beside the installed binary"
 out=$(as_warren /usr/bin/warren migrate -c /etc/warren/warren.conf 2>&1) || fail "migrate: $out"
@@ -81,22 +96,36 @@ out=$(systemd-analyze verify /usr/lib/systemd/system/warren-executor.service \
     fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify on the installed units: $out"
 
-# A worker from the installed files: its handlers are /usr/libexec/warren/handlers.
+# The installed executor and a worker from the installed files, as warren, signing with the
+# installed key; the worker's handlers are /usr/libexec/warren/handlers.
 worker_env
+exec_env
 unset WARREN__WORKER__HANDLERS_DIR
+bg_start ex setpriv --reuid=warren --regid=warren --init-groups -- \
+    /usr/bin/warren executor -c /etc/warren/warren.conf
+ex_pid=$BG_PID
+wait_log ex '"executor started"' 20
 new_worker w pkg
 bg_start worker setpriv --reuid=warren --regid=warren --init-groups -- \
     /usr/bin/warren worker -c /etc/warren/warren.conf --name "$w"
+worker_pid=$BG_PID
 wait_log worker '"msg":"consuming dispatches"' 20
 assert_contains "$(cat "$(bg_log worker)")" '/usr/libexec/warren/handlers' "the worker's handlers directory"
-id=$(exec_id)
-publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.echo '{"from":"package"}')"
-publish_dispatch "$w" "$(dispatch_body "$((id + 1))" "$w" example.upper '{"s":"deb"}')"
-echo_done=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$id")")
-assert_eq 'completed {"from":"package"}' "$(jq -c -r '.body.payload | "\(.status) \(.result | tojson)"' <<<"$echo_done")" \
-    "core.echo from the package"
-upper_done=$(wait_msg "$TOPO_RESULTS" "$(is_completion "$((id + 1))")")
-assert_eq 'completed {"S":"DEB"}' "$(jq -c -r '.body.payload | "\(.status) \(.result | tojson)"' <<<"$upper_done")" \
-    "example.upper (C handler) from the package"
-stop_worker worker "$BG_PID"
+for d in ex worker; do # each signs with the installed key
+    wait_log "$d" "\"msg\":\"messages signed and checked\".*\"key_id\":\"$key_id\"" 5
+done
+wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$w'\")\" = online ]"
+echo_id=$(new_execution core.echo "$w" '{"from":"package"}')
+upper_id=$(new_execution example.upper "$w" '{"s":"deb"}')
+on_exit "psql_q \"update executions set status = 'cancelled' where id in ($echo_id, $upper_id)
+    and status not in ('completed', 'failed', 'cancelled', 'timeout', 'abandoned')\" >/dev/null 2>&1"
+wait_until 20 "[ \"\$(exec_field $echo_id status)\$(exec_field $upper_id status)\" = completedcompleted ]"
+assert_eq '{"from": "package"}' "$(exec_field "$echo_id" result)" "core.echo from the package"
+assert_eq '{"S": "DEB"}' "$(exec_field "$upper_id" result)" "example.upper (C handler) from the package"
+assert_eq 0 "$(psql_q "select count(*) from dead_letters where execution_id in ($echo_id, $upper_id)
+                       or reason = 'bad_signature' and routing_key like '%.$w'")" "nothing refused"
+stop_worker worker "$worker_pid"
+bg_stop "$ex_pid" 15 || fail "the installed executor did not stop cleanly"
+purge
+[ ! -e /var/lib/warren ] || fail "purge left /var/lib/warren: $(ls -la /var/lib/warren)"
 pass

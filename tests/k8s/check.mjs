@@ -40,7 +40,10 @@ const PENDING_KEYS = new Set([]);
 const SERVED_PATHS = { liveness: "/livez", readiness: "/readyz", metrics: "/metrics" };
 const LISTEN_KEY = { executor: "api.listen", worker: "worker.http_listen" };
 // The Secret every deployment creates (docs/kubernetes.md) and the keys it holds.
-const SECRET = { name: "warren-secrets", keys: new Set(["database-url", "amqp-url", "api-keys"]) };
+const SECRET = { name: "warren-secrets", keys: new Set(["database-url", "amqp-url", "api-keys", "signing-key"]) };
+// The one container that does not run warren: an init container copying the Secret's signing
+// key into the daemons' key file as their user (a Secret volume's files are root's).
+const KEY_COPY = { name: "signing-key", secretKey: "signing-key", mode: "0600" };
 const WORKER_REPORT_GIVE_UP_S = 10; // docs/worker.md, Shutdown
 
 const problems = [];
@@ -212,6 +215,33 @@ function longestHandlerTimeout(cfg) {
     return Math.max(num(cfg, "worker.default_timeout_s"), ...per);
 }
 
+// What is wrong with how container c of w gets its signing key file keyFile: mounted read-only
+// from a memory volume into which an init container that runs before it installs the Secret's
+// signing-key with mode 0600, as the pod's (the daemon's) user.
+function signingKeyProblems(w, c, keyFile) {
+    const spec = w.spec.template.spec;
+    const mount = (c.volumeMounts || []).find((m) => m.mountPath === dirname(keyFile));
+    const vol = mount && (spec.volumes || []).find((v) => v.name === mount.name);
+    if (!vol || !vol.emptyDir || vol.emptyDir.medium !== "Memory" || mount.readOnly !== true)
+        return [`${dirname(keyFile)} is not a read-only mount of a memory volume holding ${keyFile}`];
+    const init = (spec.initContainers || []).find((i) => i.name === KEY_COPY.name);
+    const cmd = (init && init.command) || [];
+    const into = init && (init.volumeMounts || []).find((m) => m.name === vol.name);
+    const [src, dst] = cmd.slice(-2);
+    const srcMount = init && (init.volumeMounts || []).find((m) => m.mountPath === dirname(src || ""));
+    const srcVol = srcMount && (spec.volumes || []).find((v) => v.name === srcMount.name);
+    const item = srcVol && srcVol.secret && srcVol.secret.secretName === SECRET.name &&
+        (srcVol.secret.items || []).find((it) => it.key === KEY_COPY.secretKey && it.path === basename(src));
+    const out = [];
+    if (!init || cmd[0] !== "/usr/bin/install" || cmd[1] !== "-m" || cmd[2] !== KEY_COPY.mode)
+        out.push(`no init container ${KEY_COPY.name} running /usr/bin/install -m ${KEY_COPY.mode}`);
+    else if (!into || into.mountPath !== dirname(keyFile) || dst !== keyFile)
+        out.push(`init container ${KEY_COPY.name} does not install ${keyFile}`);
+    else if (!item)
+        out.push(`init container ${KEY_COPY.name} copies ${src}, not ${SECRET.name}/${KEY_COPY.secretKey}`);
+    return out;
+}
+
 for (const w of workloads) {
     const spec = w.spec.template.spec;
     if (!labelsMatch(w.spec.selector.matchLabels, podLabels(w))) problem(id(w), "selector.matchLabels do not match the pod template's labels");
@@ -223,6 +253,9 @@ for (const w of workloads) {
     if (!psc.seccompProfile || psc.seccompProfile.type !== "RuntimeDefault") problem(id(w), "no RuntimeDefault seccomp profile");
     for (const v of spec.volumes || []) {
         if (v.configMap && !find("ConfigMap", v.configMap.name)) problem(id(w), `volume ${v.name}: no ConfigMap ${v.configMap.name}`);
+        for (const it of (v.secret && v.secret.items) || []) {
+            if (v.secret.secretName !== SECRET.name || !SECRET.keys.has(it.key)) problem(id(w), `volume ${v.name}: secret ${v.secret.secretName}/${it.key} is not one of ${SECRET.name}'s documented keys`);
+        }
     }
     for (const c of containers(w)) {
         const where = `${id(w)} container ${c.name}`;
@@ -244,6 +277,10 @@ for (const w of workloads) {
             const ref = e.valueFrom && e.valueFrom.secretKeyRef;
             if (ref && (ref.name !== SECRET.name || !SECRET.keys.has(ref.key))) problem(where, `${e.name}: secret ${ref.name}/${ref.key} is not one of ${SECRET.name}'s documented keys`);
             if (e.valueFrom && e.valueFrom.configMapKeyRef && !find("ConfigMap", e.valueFrom.configMapKeyRef.name)) problem(where, `${e.name}: no such ConfigMap`);
+        }
+        if (c.command) {
+            if (c.name !== KEY_COPY.name) problem(where, "runs a command, not warren (only the signing key's init container may)");
+            continue;
         }
         const cfg = effectiveConfig(w, c);
         const sub = subcommand(c);
@@ -269,6 +306,11 @@ for (const w of workloads) {
             if (port === undefined) problem(where, `${probe} port ${p.port} is no container port`);
             else if (m && port !== Number(m[2])) problem(where, `${probe} port ${port} is not the port of ${LISTEN_KEY[sub]} ${listen}`);
         }
+
+        // Signing on: the key file is on a volume that the init container filled from the Secret.
+        const keyFile = cfg["message_queue.signing_key_file"] || "";
+        if (!keyFile) problem(where, "message_queue.signing_key_file is empty: messages are not signed");
+        else signingKeyProblems(w, c, keyFile).forEach((msg) => problem(where, msg));
 
         // Grace periods against the drain, with the configuration this container gets.
         const grace = spec.terminationGracePeriodSeconds ?? 30;
