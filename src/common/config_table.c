@@ -52,8 +52,10 @@ const cfg_key_t cfg_table[] = {
                "AMQP URL of the RabbitMQ node"),
     INT(MQ "heartbeat_s", rabbitmq.heartbeat_s, "30", 0, 3600,
         "AMQP heartbeat interval in seconds (0 disables heartbeats)"),
-    INT(MQ "prefetch", rabbitmq.prefetch, "64", 1, 65535,
-        "Unacknowledged deliveries per consumer (workers use worker.max_concurrency instead)"),
+    INT(MQ "prefetch", rabbitmq.prefetch, "256", 1, 65535,
+        "Unacknowledged deliveries per executor consumer (workers use worker.max_concurrency "
+        "instead); the executor holds at most 64 MiB of their bodies per consumer, the rest "
+        "waits in the socket"),
     INT(MQ "worker_queue_ttl_ms", rabbitmq.worker_queue_ttl_ms, "300000", 1, 7 * DAY_MS,
         "How long a dispatch may wait in a worker queue before it is dead-lettered"),
     ENUM(MQ "queue_type", rabbitmq.queue_type, "classic", queue_types,

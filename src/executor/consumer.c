@@ -10,6 +10,9 @@
 #define RETRY_CAP_MS 30000
 /* Body bytes handled in one transaction (parameters are several times that). */
 #define BATCH_MAX_BYTES (8 * 1024 * 1024)
+/* The bodies a consumer holds at most (64 deliveries of the largest, as before the window grew
+ * to 256): the prefetch window no longer bounds its memory alone. */
+#define CONSUMER_HOLD_MAX_BYTES ((size_t)64 * 1024 * 1024)
 #define SUBSCRIBE_LOG_EVERY_MS 30000
 
 static void on_readable(evutil_socket_t fd, short what, void *arg);
@@ -34,6 +37,7 @@ int consumer_init(consumer_t *c, const consumer_opts_t *o)
     c->gaps = 1; /* not heard before the first subscription */
     c->fault_oom_pending = fault_armed("hold_oom_once"); /* tests only */
     backoff_init(&c->retry_backoff, o->retry_delay_ms > 0 ? o->retry_delay_ms : 1000, RETRY_CAP_MS);
+    c->prefetch = o->mq && o->mq->prefetch > 0 ? (size_t)o->mq->prefetch : 0;
     c->queue = strdup(o->queue);
     c->mq = mq_new(o->mq);
     evtimer_assign(&c->retry_ev, o->base, on_retry, c);
@@ -51,8 +55,10 @@ void consumer_reconfigure(consumer_t *c, const warren_config_t *cfg)
 
 static void free_batch(consumer_t *c, size_t from)
 {
-    for (size_t i = from; i < c->n; i++)
+    for (size_t i = from; i < c->n; i++) {
+        c->held_bytes -= c->batch[i]->body_len;
         mq_free_delivery(c->mq, c->batch[i]);
+    }
     c->n = from;
 }
 
@@ -150,13 +156,20 @@ static bool push(consumer_t *c, mq_delivery_t *d)
         c->cap = cap;
     }
     c->batch[c->n++] = d;
+    c->held_bytes += d->body_len;
     return true;
 }
 
-/* Everything the client has buffered or can read now, appended to the batch. */
+/* Everything the client has buffered or can read now, appended to the batch; up to
+ * CONSUMER_HOLD_MAX_BYTES of bodies: what is past it waits in the socket (and, past the kernel's
+ * buffer, in the broker), and the fiber goes round again once this batch is handled. */
 static void read_available(consumer_t *c)
 {
     for (;;) {
+        if (c->held_bytes >= CONSUMER_HOLD_MAX_BYTES) {
+            c->again = true;
+            break;
+        }
         mq_delivery_t *d = NULL;
         int r = mq_consume_next(c->mq, 0, &d);
         bool oom = r == 1 && c->fault_oom_pending;
@@ -210,8 +223,10 @@ static void schedule_retry(consumer_t *c)
 /* Free and remove the first k deliveries of the batch. */
 static void drop_front(consumer_t *c, size_t k)
 {
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < k; i++) {
+        c->held_bytes -= c->batch[i]->body_len;
         mq_free_delivery(c->mq, c->batch[i]);
+    }
     memmove(c->batch, c->batch + k, (c->n - k) * sizeof *c->batch);
     c->n -= k;
 }
@@ -288,17 +303,20 @@ static bool handle_isolated(consumer_t *c)
 }
 
 /* How many deliveries from the front go into one transaction: all of them, unless their bodies
- * add up to more than BATCH_MAX_BYTES (dead letters can be 1 MiB each). At least one. */
+ * add up to more than BATCH_MAX_BYTES (dead letters can be 1 MiB each), or more than half the
+ * prefetch window: the ack of one half lets the broker send more while the other half is
+ * handled, so a backlog's deliveries and transactions overlap. At least one. */
 static size_t chunk(const consumer_t *c)
 {
-    size_t k = 1, bytes = c->batch[0]->body_len;
-    while (k < c->n && bytes + c->batch[k]->body_len <= BATCH_MAX_BYTES)
+    size_t k = 1, bytes = c->batch[0]->body_len, most = c->prefetch >= 2 ? c->prefetch / 2 : c->n;
+    while (k < c->n && k < most && bytes + c->batch[k]->body_len <= BATCH_MAX_BYTES)
         bytes += c->batch[k++]->body_len;
     return k;
 }
 
 static void handle_batch(consumer_t *c)
 {
+    c->last_batch = c->n;
     while (c->n > 0 && !c->isolate) {
         size_t k = chunk(c);
         char size[24];
@@ -323,6 +341,24 @@ static void handle_batch(consumer_t *c)
     backoff_reset(&c->retry_backoff);
 }
 
+/* A backlog drains in full batches: after a round that took (nearly) the whole prefetch
+ * window, the ack of which lets the broker send the next window, wait up to
+ * CONSUMER_FILL_MS for half of it before the next transaction. Without this a flood was handled
+ * in transactions of one or two deliveries, whichever had arrived when the fiber looked: 20,000
+ * junk messages in 554 transactions and 2 s, with a real completion behind them. At light load
+ * the last round was small and nothing waits. */
+#define CONSUMER_FILL_MS 2
+static void fill_window(consumer_t *c)
+{
+    size_t half = c->prefetch / 2;
+    if (half == 0 || c->last_batch < half)
+        return;
+    for (int ms = 0; ms < CONSUMER_FILL_MS && c->n < half && c->subscribed && !c->finishing; ms++) {
+        fiber_sleep_ms(1);
+        read_available(c);
+    }
+}
+
 /* The consumer's fiber: read every delivery the client has, handle them as one batch, again
  * while more was announced meanwhile (unless a retry waits). */
 static void consume_fiber(void *arg)
@@ -331,6 +367,7 @@ static void consume_fiber(void *arg)
     do {
         c->again = false;
         read_available(c);
+        fill_window(c);
         handle_batch(c);
     } while (c->again && !c->retry_pending);
     c->busy = false;

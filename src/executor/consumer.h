@@ -78,6 +78,9 @@ typedef struct consumer {
     void *committed_arg;
     uint64_t gaps; /* times it stopped hearing: subscription lost, batch kept for a retry */
     bool fault_oom_pending; /* WARREN_FAULT=hold_oom_once: the first delivery is not held */
+    size_t prefetch;        /* the client's window (0: none) */
+    size_t last_batch;      /* deliveries the last round handled: a backlog when near prefetch */
+    size_t held_bytes;      /* bodies of batch[0..n) */
 } consumer_t;
 
 typedef struct consumer_opts {

@@ -2,8 +2,8 @@
 # A junk flood is contained: thousands of unusable messages waiting in the results queue fold
 # into a handful of open records that count them all (occurrences), with a handful of log lines;
 # a real completion sent behind them is applied within a second; a bulk resolve closes the
-# records, and the next junk message opens a new one. FLOOD_HALF=10000 makes it the 20,000-
-# message burst.
+# records, and the next junk message opens a new one: the 20,000-message burst of issue 19
+# (FLOOD_HALF=1500 makes it a quick 3,000).
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -23,7 +23,11 @@ wait_until 10 "[ \"\$(exec_field $id status)\" = scheduled ]"
 report "$w" "$id" 1 running
 wait_until 10 "[ \"\$(exec_field $id status)\" = running ]"
 
-HALF=${FLOOD_HALF:-1500} # FLOOD_HALF=10000: the 20,000-message burst
+HALF=${FLOOD_HALF:-10000}
+# Within a second (0.65-0.87 s on the two-core test machine, prefetch 256); under AddressSanitizer
+# (the sanitize run sets ASAN_OPTIONS) every process is two to three times slower: 4 s.
+LIMIT_S=1
+[ -z "${ASAN_OPTIONS:-}" ] || LIMIT_S=4
 junk() { # N ID_PREFIX BODY: N junk messages in confirmed batches
     "$PROBE" publish -n "$1" -b 250 -I "$2" -B "$3" "$TOPO_EXCHANGE:execution.completed.$w" \
         >"$TEST_TMP/probe.$2.out" || fail "publishing junk: $(tail -3 "$TEST_TMP/probe.$2.out")"
@@ -39,7 +43,8 @@ report "$w" "$id" 1 completed '{"real": true}'
 wait_until 10 "[ \"\$(exec_field $id status)\" = completed ]"
 latency=$(psql_q "select round((extract(epoch from ended_at) - $t0)::numeric, 3) from executions where id = $id")
 log "the completion was applied $latency s after it was sent"
-[ "$(echo "$latency < 1" | bc)" = 1 ] || fail "the completion took $latency s (more than 1 s) behind the junk"
+[ "$(echo "$latency < $LIMIT_S" | bc)" = 1 ] ||
+    fail "the completion took $latency s (more than $LIMIT_S s) behind the junk"
 open_q="from dead_letters where queue = '$TOPO_RESULTS' and resolution in ('pending', 'investigating')"
 assert_eq "$((2 * HALF))|t" "$(psql_q "select sum(occurrences),
     max(coalesce(last_seen_at, received_at)) <= (select ended_at from executions where id = $id) $open_q")" \
