@@ -548,20 +548,27 @@ static size_t read_head(conn_t *c, struct evbuffer *in, size_t pos, size_t end)
     (void)evbuffer_ptr_set(in, &at, pos, EVBUFFER_PTR_SET);
     (void)evbuffer_copyout_from(in, &at, c->head + c->head_len, n);
     size_t from = c->head_len > 3 ? c->head_len - 3 : 0, total = c->head_len + n;
-    /* evhttp also ends a line at a bare LF: refuse one before evhttp takes it for a head's end */
-    for (size_t i = c->head_len; i < total; i++)
+    size_t head_end = total; /* past the empty line that ends the head, when it came */
+    bool whole = false;
+    for (size_t i = from; !whole && i + 4 <= total; i++)
+        if (!memcmp(c->head + i, "\r\n\r\n", 4)) {
+            head_end = i + 4;
+            whole = true;
+        }
+    /* evhttp also ends a line at a bare LF: refuse one before evhttp takes it for a head's end.
+     * Only the head's bytes: what follows it in the same read is the body, which may hold any. */
+    for (size_t i = c->head_len; i < head_end; i++)
         if (c->head[i] == '\n' && (i == 0 || c->head[i - 1] != '\r')) {
             http_refusal_t why = {400, "bad_request", "a line does not end with CRLF"};
             conn_refuse(c, &why);
             return end;
         }
-    for (size_t i = from; i + 4 <= total; i++)
-        if (!memcmp(c->head + i, "\r\n\r\n", 4)) {
-            size_t used = i + 4 - c->head_len;
-            c->head_len = i + 4;
-            head_done(c);
-            return pos + used;
-        }
+    if (whole) {
+        size_t used = head_end - c->head_len;
+        c->head_len = head_end;
+        head_done(c);
+        return pos + used;
+    }
     c->head_len = total;
     if (c->head_len == max) {
         http_refusal_t why = {431, "header_too_large", ""};

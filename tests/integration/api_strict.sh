@@ -70,6 +70,12 @@ assert_eq "malformed JSON: the text ends inside a value" "$(jq -r .detail <<<"$C
 expect 400 POST /api/v1/executions "{\"action_ref\" 1}"
 assert_not_contains "$(jq -r .detail <<<"$CALL_BODY")" "continue" "the detail of a syntax error"
 
+log "a body with bare LFs, sent in one write with its head, is the body's business: 201"
+lf_body='{\n  "action_ref": "'"$action"'"\n}' # \n: a bare LF once the literal is read
+lf_len=$(printf '%b' "$lf_body" | wc -c)
+out=$(python3 "$RAW" "$port" ask "a multi-line body" "b'${post}Content-Length: $lf_len\r\n\r\n$lf_body'")
+assert_eq 201 "$(cut -d' ' -f1 <<<"$out")" "a multi-line JSON body in the head's packet ($out)"
+
 log "HTTP/1.0 without Host, and kept-alive requests one after the other, are served"
 out=$(python3 "$RAW" "$port" ask http10 "b'GET /livez HTTP/1.0\r\n\r\n'")
 assert_eq 200 "$(cut -d' ' -f1 <<<"$out")" "HTTP/1.0 ($out)"
@@ -93,6 +99,6 @@ while True:
 print(" ".join(c.decode() for c in re.findall(rb"HTTP/1.1 (\d{3}) ", data)))
 PY
 assert_eq "201 201 400" "$(cat "$TEST_TMP/pipelined")" "two pipelined submissions, then a head without Host"
-assert_eq 3 "$(mine)" "the pipelined submissions applied"
+assert_eq 4 "$(mine)" "the multi-line and the pipelined submissions applied"
 exec_stop "$EXEC_PID" ex
 pass
