@@ -113,8 +113,14 @@ int http_listen(http_server_t *s, const char *hostport, char *err, size_t errlen
 int http_port(const http_server_t *s);
 /* Connections open now. */
 size_t http_connections(const http_server_t *s);
-/* Connections closed so far to give their slot to a new one (see http_limits_t). */
-uint64_t http_evicted(const http_server_t *s);
+/* How many statuses a head may be refused with (server.c's refusal_codes). */
+#define HTTP_REFUSAL_CODES 9
+/* For /metrics, of the server on the configuration key listen_key ("api.listen"):
+ * warren_http_evicted_total (connections closed to give their slot to a new one, see
+ * http_limits_t), warren_http_timed_out_total (closed with a head or body unfinished at its
+ * deadline) and warren_http_refused_total{code} (requests refused on their heads). s may be
+ * NULL: zeros. */
+void http_metrics_clients(metrics_out_t *o, const http_server_t *s, const char *listen_key);
 
 /* Split "host:port" / "[v6]:port" / ":port"; host "" means every address. Pure. */
 int http_split_hostport(const char *s, char *host, size_t hostlen, int *port) WARN_UNUSED;

@@ -74,8 +74,5 @@ void api_collect_parts(metrics_out_t *o, void *arg)
                        x->api_reads->refused + x->api_writes->refused);
     metrics_family(o, "warren_http_connections", "gauge", "Open connections to api.listen");
     metrics_sample(o, "warren_http_connections", "", (double)http_connections(x->server));
-    metrics_family(o, "warren_http_evicted_total", "counter",
-                   "Connections to api.listen closed at the limit for a new one (a slow head or an "
-                   "idle connection)");
-    metrics_sample_u64(o, "warren_http_evicted_total", "", http_evicted(x->server));
+    http_metrics_clients(o, x->server, "api.listen");
 }

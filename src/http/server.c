@@ -78,6 +78,8 @@ struct http_server {
     size_t n_conns;
     size_t body_bytes; /* reserved by the bodies of all connections now */
     uint64_t evicted;  /* connections closed to give their slot to a new one */
+    uint64_t refused[HTTP_REFUSAL_CODES + 1]; /* requests refused on their heads, by status */
+    uint64_t timed_out; /* connections closed with a head or a body begun and not finished */
     bool paused;
     struct event reap_ev, resume_ev;
     http_gate_fn gate;
@@ -398,6 +400,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)what;
     conn_t *c = arg;
     struct evhttp_connection *evcon = conn_evcon(c);
+    if (evcon && (c->stage == STAGE_BODY || (c->stage == STAGE_HEAD && c->head_len > 0)))
+        c->srv->timed_out++; /* not an idle kept-alive connection: a request cut off */
     if (evcon)
         evhttp_connection_free(evcon); /* calls on_conn_close */
     else if (!c->closed)
@@ -427,6 +431,9 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
         conn_free(c);
     }
 }
+
+/* The statuses a head is refused with, in the order of http_server_t.refused (then "other"). */
+static const int refusal_codes[HTTP_REFUSAL_CODES] = {400, 401, 403, 413, 417, 431, 501, 503, 505};
 
 static const char *status_text(int code)
 {
@@ -459,6 +466,10 @@ static void conn_drain(conn_t *c, struct evbuffer *in)
  */
 static void conn_refuse(conn_t *c, const http_refusal_t *why)
 {
+    size_t k = 0;
+    while (k < HTTP_REFUSAL_CODES && refusal_codes[k] != why->code)
+        k++;
+    c->srv->refused[k]++;
     json_object *o = json_object_new_object();
     json_object_object_add(o, "error", json_object_new_string(why->error));
     json_object_object_add(o, "detail", json_object_new_string(why->detail));
@@ -950,7 +961,30 @@ size_t http_connections(const http_server_t *s)
     return s->n_conns;
 }
 
-uint64_t http_evicted(const http_server_t *s)
+void http_metrics_clients(metrics_out_t *o, const http_server_t *s, const char *listen_key)
 {
-    return s->evicted;
+    char help[160];
+    snprintf(help, sizeof help,
+             "Connections to %s closed at the limit for a new one (a slow head or an idle "
+             "connection)",
+             listen_key);
+    metrics_family(o, "warren_http_evicted_total", "counter", help);
+    metrics_sample_u64(o, "warren_http_evicted_total", "", s ? s->evicted : 0);
+    snprintf(help, sizeof help,
+             "Connections to %s closed because a request's head or body did not arrive in time",
+             listen_key);
+    metrics_family(o, "warren_http_timed_out_total", "counter", help);
+    metrics_sample_u64(o, "warren_http_timed_out_total", "", s ? s->timed_out : 0);
+    snprintf(help, sizeof help,
+             "Requests to %s refused on their heads (no body read), by status; each answered "
+             "with a JSON error",
+             listen_key);
+    metrics_family(o, "warren_http_refused_total", "counter", help);
+    for (size_t k = 0; k <= HTTP_REFUSAL_CODES; k++) {
+        char code[8], labels[32] = "";
+        snprintf(code, sizeof code, "%d", k < HTTP_REFUSAL_CODES ? refusal_codes[k] : 0);
+        (void)metrics_label(labels, sizeof labels, "code", k < HTTP_REFUSAL_CODES ? code : "other");
+        if (s && s->refused[k])
+            metrics_sample_u64(o, "warren_http_refused_total", labels, s->refused[k]);
+    }
 }

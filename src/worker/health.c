@@ -75,6 +75,7 @@ static void collect(metrics_out_t *o, void *arg)
                                            {"control", mq_breaker(w->control_client)},
                                            {"publish", mq_breaker(w->publisher)}};
     http_metrics_breakers(o, breakers, 3);
+    http_metrics_clients(o, w->http, "worker.http_listen");
     metrics_family(o, "warren_handler_duration_seconds", "histogram",
                    "How long handlers ran, by action (at most 64 actions, then \"other\")");
     size_t n = w->n_durations + (w->durations[HEALTH_MAX_ACTIONS].h.count > 0);

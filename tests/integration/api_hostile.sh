@@ -56,6 +56,10 @@ at_once 403 forbidden "a read key on a write" "X-API-Key: $API_READ_KEY\r\n"
 log "a Content-Length over api.max_body_bytes gets 413 at once"
 at_once 413 payload_too_large "over the limit" "X-API-Key: $API_WRITE_KEY\r\n" $((8 * MIB + 1))
 healthy "after the refusals"
+metric() { curl -sS --max-time 5 "$API/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+assert_eq "65|2|1" \
+    "$(metric 'warren_http_refused_total{code="401"}')|$(metric 'warren_http_refused_total{code="403"}')|$(metric 'warren_http_refused_total{code="413"}')" \
+    "every refusal counted by its status (the flood's 64 and one more 401)"
 exec_stop "$EXEC_PID" ex
 
 log "past api.body_budget_bytes: 503 with Retry-After"
@@ -100,6 +104,7 @@ elapsed=$(echo "$(date +%s.%N) - $start" | bc)
 exec 5>&-
 awk -v e="$elapsed" 'BEGIN { exit !(e >= 1.5 && e <= 4) }' || fail "a slow body closed after ${elapsed}s, not ~2s"
 healthy "after the deadlines"
+assert_eq 21 "$(metric warren_http_timed_out_total)" "the 20 slow heads and the slow body counted"
 expect 201 POST /api/v1/executions "{\"action_ref\":\"$action\"}"
 exec_stop "$EXEC_PID" ex3
 pass
