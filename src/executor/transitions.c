@@ -1,20 +1,7 @@
 /* The execution state machine as a table: which status may follow which (see transitions.h);
- * the statuses themselves are listed in warren/exec_status.h. */
+ * the statuses, their words and finality are in warren/exec_status.h (common/exec_status.c). */
 #include <stdio.h>
-#include <string.h>
 #include "executor/transitions.h"
-
-static const char *const names[EXEC_STATUS_COUNT] = {
-#define EXEC_STATUS_NAME(name, final) [EXEC_##name] = EXEC_NAME_##name,
-    EXEC_STATUSES(EXEC_STATUS_NAME)
-#undef EXEC_STATUS_NAME
-};
-
-static const bool terminal[EXEC_STATUS_COUNT] = {
-#define EXEC_STATUS_FINAL(name, final) [EXEC_##name] = final,
-    EXEC_STATUSES(EXEC_STATUS_FINAL)
-#undef EXEC_STATUS_FINAL
-};
 
 #define TO(s) (1u << (s))
 
@@ -53,26 +40,6 @@ static const unsigned successors[EXEC_STATUS_COUNT] = {
     [EXEC_TIMEOUT] = TO(EXEC_REQUESTED),
 };
 
-const char *trans_status_name(exec_status_t s)
-{
-    return (unsigned)s < EXEC_STATUS_COUNT ? names[s] : "unknown";
-}
-
-int trans_status_parse(const char *s, exec_status_t *out)
-{
-    for (int i = 0; s && i < EXEC_STATUS_COUNT; i++)
-        if (!strcmp(s, names[i])) {
-            *out = (exec_status_t)i;
-            return 0;
-        }
-    return -1;
-}
-
-bool trans_is_terminal(exec_status_t s)
-{
-    return (unsigned)s < EXEC_STATUS_COUNT && terminal[s];
-}
-
 bool trans_legal(exec_status_t from, exec_status_t to)
 {
     if ((unsigned)from >= EXEC_STATUS_COUNT || (unsigned)to >= EXEC_STATUS_COUNT)
@@ -106,7 +73,8 @@ int trans_sources_literal(exec_status_t to, char *buf, size_t len)
         return -1;
     buf[o++] = '{';
     for (int from = 0; from < EXEC_STATUS_COUNT; from++)
-        if (trans_legal((exec_status_t)from, to) && !append_word(buf, len, &o, names[from]))
+        if (trans_legal((exec_status_t)from, to) &&
+            !append_word(buf, len, &o, trans_status_name((exec_status_t)from)))
             return -1;
     return close_literal(buf, len, &o) ? 0 : -1;
 }
@@ -123,8 +91,8 @@ int trans_pairs_literal(const exec_status_t *targets, size_t n, char *from_buf, 
         for (int from = 0; from < EXEC_STATUS_COUNT; from++) {
             if (!trans_legal((exec_status_t)from, targets[t]))
                 continue;
-            if (!append_word(from_buf, len, &of, names[from]) ||
-                !append_word(to_buf, len, &ot, names[targets[t]]))
+            if (!append_word(from_buf, len, &of, trans_status_name((exec_status_t)from)) ||
+                !append_word(to_buf, len, &ot, trans_status_name(targets[t])))
                 return -1;
         }
     return close_literal(from_buf, len, &of) && close_literal(to_buf, len, &ot) ? 0 : -1;
