@@ -47,7 +47,8 @@ typedef struct envelope {
 
 /* Build an envelope around payload (takes ownership of payload; NULL means {}). message_id
  * NULL: a new one. Caller frees the result with free(); *len gets its length. NULL on OOM,
- * for MSG_UNKNOWN, or when the text would exceed ENVELOPE_MAX_BYTES (peers would refuse it). */
+ * for MSG_UNKNOWN, when the text would exceed ENVELOPE_MAX_BYTES (peers would refuse it), or
+ * when message_id is NULL and no new one can be made (envelope_new_id). */
 char *envelope_encode(msg_type_t type, const char *message_id, const char *correlation_id,
                       const char *source, int attempt, const char *trace_id, json_object *payload,
                       size_t *len);
@@ -87,13 +88,15 @@ int cancel_from_payload(json_object *payload, cancel_request_t *out, char *err,
 /* A new object the caller owns (json_object_put): what cancel_from_payload reads back. */
 json_object *cancel_to_payload(const cancel_request_t *c);
 
-/* A new random message id (UUID v4 text) into buf of at least 37 bytes. */
-void envelope_new_id(char *buf, size_t len);
+/* A new random message id (UUID v4 text) into buf of at least 37 bytes. -1 (logged, buf "")
+ * when the kernel gives no random bytes (getrandom fails: no such call, or a seccomp filter). */
+int envelope_new_id(char *buf, size_t len) WARN_UNUSED;
 
 /* A new incarnation for this worker process (ids.h: INCARNATION_LEN lowercase hex characters from
  * 16 random bytes) into buf of at least INCARNATION_LEN + 1 bytes. It is sent as the payload
  * field `incarnation` of every heartbeat, status and completion of that process, so the
- * executor can tell a restarted worker of the same name from the one before. */
-void envelope_new_incarnation(char *buf, size_t len);
+ * executor can tell a restarted worker of the same name from the one before. -1 (logged, buf "")
+ * when the kernel gives no random bytes, as for envelope_new_id. */
+int envelope_new_incarnation(char *buf, size_t len) WARN_UNUSED;
 
 #endif

@@ -35,10 +35,13 @@ int cancel_publish(cancel_sender_t *c, const char *id, int64_t execution_id, int
         return MQ_ERR_CONNECTION;
     }
     json_object *payload = cancel_to_payload(&req);
-    envelope_new_id(message_id, sizeof message_id);
     size_t len = 0;
-    char *body = envelope_encode(MSG_EXECUTION_CANCEL_REQUESTED, message_id, id, "executor",
-                                 attempt, NULL, payload, &len);
+    char *body = NULL;
+    if (envelope_new_id(message_id, sizeof message_id) == 0) /* else logged */
+        body = envelope_encode(MSG_EXECUTION_CANCEL_REQUESTED, message_id, id, "executor", attempt,
+                               NULL, payload, &len);
+    else
+        json_object_put(payload);
     if (!body)
         return MQ_ERR_CONNECTION;
     mq_message_t m = {.exchange = c->cfg->rabbitmq.exchanges.executions,

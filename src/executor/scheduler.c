@@ -279,7 +279,8 @@ static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
     return 0;
 }
 
-/* The dispatch envelope for a job; sets fail_error when none can be built. */
+/* The dispatch envelope for a job; sets fail_error when none can be built, or leaves it waiting
+ * (no worker) without a message id. */
 static void build_dispatch(sched_job_t *j, int64_t start_deadline_us)
 {
     dispatch_t d = {.execution_id = j->id,
@@ -300,7 +301,15 @@ static void build_dispatch(sched_job_t *j, int64_t start_deadline_us)
     }
     json_object *payload = dispatch_to_payload(&d);
     json_object_put(d.params);
-    envelope_new_id(j->message_id, sizeof j->message_id);
+    if (envelope_new_id(j->message_id, sizeof j->message_id) != 0) {
+        /* Logged; nothing is wrong with the execution: it waits for the next tick. */
+        json_object_put(payload);
+        j->worker = NULL;
+        j->a.worker = ASSIGN_NONE;
+        snprintf(j->a.wait_reason, sizeof j->a.wait_reason,
+                 "no message id: the kernel gave no random bytes");
+        return;
+    }
     j->body = envelope_encode(MSG_EXECUTION_REQUESTED, j->message_id, j->id_text, "executor",
                               j->attempt, NULL, payload, &j->body_len);
     if (!j->body)

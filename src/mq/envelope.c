@@ -9,6 +9,7 @@
 #include "warren/envelope.h"
 #include "warren/ids.h"
 #include "warren/jsonfield.h"
+#include "warren/log.h"
 #include "warren/timestamp.h"
 #include "warren/utf8.h"
 
@@ -221,8 +222,10 @@ char *envelope_encode(msg_type_t type, const char *message_id, const char *corre
         json_object_put(payload);
         return NULL;
     }
-    if (!message_id)
-        envelope_new_id(id, sizeof id);
+    if (!message_id && envelope_new_id(id, sizeof id) != 0) {
+        json_object_put(payload);
+        return NULL;
+    }
     ts_now(ts, sizeof ts);
     json_object *headers = json_object_new_object();
     json_object_object_add(headers, "source", json_object_new_string(source ? source : ""));
@@ -353,37 +356,50 @@ json_object *cancel_to_payload(const cancel_request_t *c)
 
 /* ---- ids ---- */
 
-/* Kernel randomness; without it ids could collide, which nothing may rely on: abort. */
-static void random_bytes(unsigned char *b, size_t n)
+/* Kernel randomness. Without it ids could collide, which nothing may rely on, so there is no
+ * weaker fallback: -1, logged, and the caller sends nothing. */
+static int random_bytes(unsigned char *b, size_t n)
 {
     size_t got = 0;
     while (got < n) {
         ssize_t r = getrandom(b + got, n - got, 0);
         if (r > 0)
             got += (size_t)r;
-        else if (errno != EINTR)
-            abort();
+        else if (errno != EINTR) {
+            log_kv(LOG_ERROR, "no random bytes from the kernel: no id made", "error",
+                   r < 0 ? strerror(errno) : "none returned", NULL);
+            return -1;
+        }
     }
+    return 0;
 }
 
-void envelope_new_id(char *buf, size_t len)
+int envelope_new_id(char *buf, size_t len)
 {
     unsigned char b[16];
-    random_bytes(b, sizeof b);
+    if (len > 0)
+        buf[0] = '\0';
+    if (random_bytes(b, sizeof b) != 0)
+        return -1;
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
     snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
              b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
              b[14], b[15]);
+    return 0;
 }
 
-void envelope_new_incarnation(char *buf, size_t len)
+int envelope_new_incarnation(char *buf, size_t len)
 {
     unsigned char b[INCARNATION_LEN / 2];
-    random_bytes(b, sizeof b);
+    if (len > 0)
+        buf[0] = '\0';
+    if (random_bytes(b, sizeof b) != 0)
+        return -1;
     size_t n = 0;
     for (size_t i = 0; i < sizeof b && n + 3 <= len; i++)
         n += (size_t)snprintf(buf + n, len - n, "%02x", b[i]);
     if (len > 0)
         buf[n < len ? n : len - 1] = '\0';
+    return 0;
 }

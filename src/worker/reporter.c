@@ -11,8 +11,9 @@
 
 static void ack_dispatch(worker_t *w, execs_record_t *x, const char *id);
 
-/* Takes ownership of body (malloc'd, NULL after OOM). -1 when it could not be queued: out of
- * memory (*full false) or a full outbox (*full true). */
+/* Takes ownership of body (malloc'd; NULL when it could not be built: out of memory, or no
+ * message id). -1 when it could not be queued: not built (*full false) or a full outbox
+ * (*full true). */
 static int push(worker_t *w, outbox_kind_t kind, const execs_record_t *x, msg_type_t type,
                 const char *message_id, const char *key_prefix, char *body, size_t len, bool *full)
 {
@@ -39,7 +40,7 @@ static int enqueue(worker_t *w, outbox_kind_t kind, const execs_record_t *x, msg
     /* Cannot happen while intake keeps room for every running execution's reports. */
     ids_execution_id_text(x->execution_id, id, sizeof id);
     w->stats.reports_lost++;
-    log_kv(LOG_ERROR, full ? "outbox full: report dropped" : "out of memory: report dropped",
+    log_kv(LOG_ERROR, full ? "outbox full: report dropped" : "report not built: report dropped",
            "worker", w->id, "execution_id", id, "type", msg_type_name(type), NULL);
     return -1;
 }
@@ -48,7 +49,7 @@ void reporter_running(worker_t *w, execs_record_t *x)
 {
     char message_id[40];
     size_t len = 0;
-    envelope_new_id(message_id, sizeof message_id);
+    bool has_id = envelope_new_id(message_id, sizeof message_id) == 0; /* else logged */
     report_msg_running_t r = {
         .worker_id = w->id,
         .execution_id = x->execution_id,
@@ -58,7 +59,7 @@ void reporter_running(worker_t *w, execs_record_t *x)
         .incarnation = w->incarnation,
         .timeout_s = x->timeout_s,
     };
-    char *body = report_msg_running(&r, message_id, &len);
+    char *body = has_id ? report_msg_running(&r, message_id, &len) : NULL;
     (void)enqueue(w, OUTBOX_RUNNING, x, MSG_EXECUTION_STATUS_CHANGED, message_id,
                   "execution.status", body, len);
 }
@@ -73,7 +74,7 @@ void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *
     char message_id[40], id[IDS_EXECUTION_ID_TEXT];
     size_t len = 0;
     report_msg_fate_t fate;
-    envelope_new_id(message_id, sizeof message_id);
+    bool has_id = envelope_new_id(message_id, sizeof message_id) == 0; /* else logged */
     report_msg_completion_t c = {
         .worker_id = w->id,
         .execution_id = x->execution_id,
@@ -91,7 +92,7 @@ void reporter_completion(worker_t *w, execs_record_t *x, const runner_result_t *
         .trace_id = x->trace_id,
         .incarnation = w->incarnation,
     };
-    char *body = report_msg_completion(&c, message_id, &len, &fate);
+    char *body = has_id ? report_msg_completion(&c, message_id, &len, &fate) : NULL;
     /* Kept with the execution's key once it is confirmed: a repeated dispatch gets it again. */
     x->kept = report_msg_completion_keep(&c, &x->kept_bytes);
     if (body && fate != REPORT_MSG_RESULT_KEPT) {
@@ -119,9 +120,11 @@ int reporter_repeat(worker_t *w, execs_record_t *x)
     report_msg_fate_t fate;
     report_msg_completion_t c = *x->kept;
     c.repeat = true;
-    envelope_new_id(message_id, sizeof message_id); /* a new message: the first was delivered */
     bool full;
-    char *body = report_msg_completion(&c, message_id, &len, &fate);
+    /* A new message: the first was delivered. Without an id (logged) nothing is built. */
+    char *body = envelope_new_id(message_id, sizeof message_id) == 0
+                     ? report_msg_completion(&c, message_id, &len, &fate)
+                     : NULL;
     return push(w, OUTBOX_COMPLETED, x, MSG_EXECUTION_COMPLETED, message_id, "execution.completed",
                 body, len, &full);
 }
@@ -272,7 +275,7 @@ static void send_heartbeat(worker_t *w, const char *status)
 {
     char message_id[40], key[160];
     size_t len = 0;
-    envelope_new_id(message_id, sizeof message_id);
+    bool has_id = envelope_new_id(message_id, sizeof message_id) == 0; /* else logged */
     snprintf(key, sizeof key, "worker.heartbeat.%s", w->id);
     json_object *capabilities = runner_handlers(w->runner);
     report_msg_heartbeat_t h = {
@@ -287,7 +290,7 @@ static void send_heartbeat(worker_t *w, const char *status)
         .started_at = w->started_at,
         .incarnation = w->incarnation,
     };
-    char *body = report_msg_heartbeat(&h, message_id, &len);
+    char *body = has_id ? report_msg_heartbeat(&h, message_id, &len) : NULL;
     json_object_put(capabilities);
     mq_message_t msg = {
         .exchange = w->exchange,
@@ -311,8 +314,11 @@ static void send_heartbeat(worker_t *w, const char *status)
     }
     w->stats.heartbeats_failed++;
     log_kv(w->heartbeats_failing ? LOG_DEBUG : LOG_WARN, "heartbeat not published", "worker", w->id,
-           "status", status, "reason", built ? mq_status_name(rc) : "out of memory", "error",
-           mq_last_error(w->publisher), NULL);
+           "status", status, "reason",
+           built    ? mq_status_name(rc)
+           : has_id ? "out of memory"
+                    : "no message id",
+           "error", mq_last_error(w->publisher), NULL);
     w->heartbeats_failing = true;
 }
 

@@ -358,7 +358,10 @@ static int setup(worker_t *w, const worker_opts_t *o, char *err, size_t errlen)
         snprintf(w->host, sizeof w->host, "unknown");
     w->host[sizeof w->host - 1] = '\0';
     ts_now(w->started_at, sizeof w->started_at);
-    envelope_new_incarnation(w->incarnation, sizeof w->incarnation);
+    if (envelope_new_incarnation(w->incarnation, sizeof w->incarnation) != 0) {
+        snprintf(err, errlen, "cannot make the incarnation: the kernel gave no random bytes");
+        return -1;
+    }
     execs_init(&w->execs);
     /* Two reports per running execution, one per held one (a cancel), and some slack. */
     outbox_init(&w->outbox, 3 * (size_t)o->max_concurrency + OUTBOX_SLACK, RETRY_BASE_MS,

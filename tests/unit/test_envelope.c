@@ -1,4 +1,5 @@
 /* Unit tests for the message envelope: round trips, and one refusal per malformed input. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -6,7 +7,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include "warren/envelope.h"
+
+// wrap: getrandom
+
+/* getrandom stood in for: `eintr` interrupted calls first, then failures with fail_errno, or
+ * the real call when it is 0. */
+typedef struct {
+    int eintr, fail_errno, calls;
+} rnd_t;
+static rnd_t rnd;
+
+ssize_t __real_getrandom(void *buf, size_t len, unsigned int flags);
+ssize_t __wrap_getrandom(void *buf, size_t len, unsigned int flags);
+
+ssize_t __wrap_getrandom(void *buf, size_t len, unsigned int flags)
+{
+    rnd.calls++;
+    if (rnd.eintr > 0) {
+        rnd.eintr--;
+        errno = EINTR;
+        return -1;
+    }
+    if (rnd.fail_errno) {
+        errno = rnd.fail_errno;
+        return -1;
+    }
+    return __real_getrandom(buf, len, flags);
+}
 
 /* A valid envelope as a mutable JSON object, for tests that break one field at a time. */
 static json_object *valid_root(void)
@@ -444,10 +473,43 @@ static void test_incarnation(void **state)
 {
     (void)state;
     char a[INCARNATION_LEN + 1], b[INCARNATION_LEN + 1];
-    envelope_new_incarnation(a, sizeof a);
-    envelope_new_incarnation(b, sizeof b);
+    assert_int_equal(envelope_new_incarnation(a, sizeof a), 0);
+    assert_int_equal(envelope_new_incarnation(b, sizeof b), 0);
     assert_true(ids_incarnation_valid(a));
     assert_string_not_equal(a, b);
+}
+
+/* Without kernel randomness (no getrandom, or a seccomp filter refusing it) no id is made: an
+ * error return with an empty buffer, and an envelope that needs a new id is not built. */
+static void test_no_randomness(void **state)
+{
+    (void)state;
+    char id[40] = "old", inc[INCARNATION_LEN + 1] = "old";
+    size_t len = 0;
+    rnd = (rnd_t){.fail_errno = ENOSYS};
+    assert_int_equal(envelope_new_id(id, sizeof id), -1);
+    assert_string_equal(id, "");
+    assert_int_equal(envelope_new_incarnation(inc, sizeof inc), -1);
+    assert_string_equal(inc, "");
+    assert_null(envelope_encode(MSG_WORKER_HEARTBEAT, NULL, NULL, "w", 0, NULL,
+                                json_object_new_object(), &len));
+    /* A caller's own id needs no randomness. */
+    char *text = envelope_encode(MSG_WORKER_HEARTBEAT, "m-1", NULL, "w", 0, NULL, NULL, &len);
+    assert_non_null(text);
+    free(text);
+    rnd = (rnd_t){0};
+}
+
+/* An interrupted getrandom is called again. */
+static void test_randomness_interrupted(void **state)
+{
+    (void)state;
+    char id[40];
+    rnd = (rnd_t){.eintr = 2};
+    assert_int_equal(envelope_new_id(id, sizeof id), 0);
+    assert_int_equal(rnd.calls, 3);
+    assert_int_equal(strlen(id), 36);
+    rnd = (rnd_t){0};
 }
 
 static const struct {
@@ -582,6 +644,8 @@ int main(void)
         cmocka_unit_test(test_dispatch_defaults_and_string_id),
         cmocka_unit_test(test_dispatch_malformed),
         cmocka_unit_test(test_incarnation),
+        cmocka_unit_test(test_no_randomness),
+        cmocka_unit_test(test_randomness_interrupted),
         cmocka_unit_test(test_cancel_payload),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
