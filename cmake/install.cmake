@@ -3,7 +3,8 @@
 # prefix, which include/warren/paths.h finds from the binary's own location:
 #   bin/warren, bin/warren-worker (what `warren worker` execs: the worker without libpq)
 #   libexec/warren/handlers/     the executable handlers and the C handlers (*.so)
-#   share/warren/schema/         the numbered migrations
+#   share/warren/schema/         the numbered migrations, functions/ (the definitions of functions,
+#                                views and triggers) and superseded.sha256 (docs/schema.md)
 #   etc/warren/warren.conf       (/etc/warren/warren.conf when the prefix is /usr)
 #   include/warren/handler.h and share/pkgconfig/warren-handler.pc (component handler-dev)
 #   share/doc/warren/            README.md and docs/

@@ -1,14 +1,7 @@
 -- warren schema 001: executions, workers, dead letters (see docs/schema.md).
 -- Applied by `warren migrate` inside one transaction; do not add BEGIN/COMMIT here.
 
--- Keeps updated_at honest whichever code path writes the row.
-CREATE FUNCTION warren_touch_updated_at() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.updated_at := now();
-    RETURN NEW;
-END
-$$;
+-- function warren_touch_updated_at: schema/functions/010_touch_updated_at.sql
 
 -- ---------------------------------------------------------------------------------------------
 -- executions: one row per submitted action run. The id is a plain increasing number because
@@ -57,20 +50,8 @@ CREATE INDEX executions_status_created_idx ON executions (status, created_at);
 -- `warren list` without a status filter, newest first.
 CREATE INDEX executions_created_idx ON executions (created_at);
 
-CREATE FUNCTION warren_executions_stamp() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.updated_at := now();
-    IF NEW.status IN ('completed', 'failed', 'cancelled', 'timeout', 'abandoned')
-       AND NEW.ended_at IS NULL THEN
-        NEW.ended_at := now();
-    END IF;
-    RETURN NEW;
-END
-$$;
-
-CREATE TRIGGER executions_stamp BEFORE INSERT OR UPDATE ON executions
-    FOR EACH ROW EXECUTE FUNCTION warren_executions_stamp();
+-- function warren_executions_stamp: schema/functions/020_executions_stamp.sql
+-- trigger executions_stamp: schema/functions/020_executions_stamp.sql
 
 -- ---------------------------------------------------------------------------------------------
 -- workers: one row per worker id, upserted from its heartbeats. No foreign key from
@@ -100,8 +81,7 @@ CREATE TABLE workers (
 -- Liveness sweep: workers not yet marked offline, oldest heartbeat first.
 CREATE INDEX workers_live_idx ON workers (last_heartbeat) WHERE status <> 'offline';
 
-CREATE TRIGGER workers_touch BEFORE UPDATE ON workers
-    FOR EACH ROW EXECUTE FUNCTION warren_touch_updated_at();
+-- trigger workers_touch: schema/functions/010_touch_updated_at.sql
 
 -- ---------------------------------------------------------------------------------------------
 -- dead_letters: every message that reached the dead-letter queue, kept raw for investigation.
@@ -147,16 +127,5 @@ CREATE INDEX dead_letters_received_idx ON dead_letters (received_at);
 -- Listing by resolution (the investigation queue is resolution = 'pending', oldest first).
 CREATE INDEX dead_letters_resolution_idx ON dead_letters (resolution, received_at);
 
-CREATE FUNCTION warren_dead_letters_stamp() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.updated_at := now();
-    IF NEW.resolution NOT IN ('pending', 'investigating') AND NEW.resolved_at IS NULL THEN
-        NEW.resolved_at := now();
-    END IF;
-    RETURN NEW;
-END
-$$;
-
-CREATE TRIGGER dead_letters_stamp BEFORE INSERT OR UPDATE ON dead_letters
-    FOR EACH ROW EXECUTE FUNCTION warren_dead_letters_stamp();
+-- function warren_dead_letters_stamp: schema/functions/100_dead_letters_stamp.sql
+-- trigger dead_letters_stamp: schema/functions/100_dead_letters_stamp.sql

@@ -15,19 +15,5 @@ CREATE TABLE execution_events (
 -- `warren get N` shows the history of one execution in order.
 CREATE INDEX execution_events_execution_idx ON execution_events (execution_id, id);
 
-CREATE FUNCTION warren_execution_event() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error)
-        VALUES (NEW.id, NULL, NEW.status, NEW.worker, NEW.attempt, NEW.error);
-    ELSIF NEW.status IS DISTINCT FROM OLD.status THEN
-        INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error)
-        VALUES (NEW.id, OLD.status, NEW.status, NEW.worker, NEW.attempt, NEW.error);
-    END IF;
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER executions_event AFTER INSERT OR UPDATE OF status ON executions
-    FOR EACH ROW EXECUTE FUNCTION warren_execution_event();
+-- function warren_execution_event: schema/functions/060_execution_history.sql
+-- trigger executions_event: schema/functions/060_execution_history.sql

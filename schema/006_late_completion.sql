@@ -6,18 +6,4 @@
 -- both steps: running -> abandoned, then abandoned -> completed with the note 'late completion'.
 ALTER TABLE execution_events ADD COLUMN note text;
 
-CREATE OR REPLACE FUNCTION warren_execution_event() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error)
-        VALUES (NEW.id, NULL, NEW.status, NEW.worker, NEW.attempt, NEW.error);
-    ELSIF NEW.status IS DISTINCT FROM OLD.status THEN
-        INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error,
-                                      note)
-        VALUES (NEW.id, OLD.status, NEW.status, NEW.worker, NEW.attempt, NEW.error,
-                CASE WHEN OLD.status = 'abandoned' THEN 'late completion' END);
-    END IF;
-    RETURN NULL;
-END
-$$;
+-- function warren_execution_event: schema/functions/060_execution_history.sql

@@ -13,30 +13,6 @@ CREATE TABLE executor_state (
 );
 INSERT INTO executor_state (id) VALUES (true);
 
-CREATE FUNCTION warren_worker_fresh(w workers, stale_factor integer) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT greatest(w.last_heartbeat, (SELECT s.heard_since FROM executor_state s))
-           > now() - make_interval(secs => stale_factor * w.heartbeat_interval_s)
-$$;
-
--- Live: may be given work. A worker that said "stopping" or "offline" is not, however fresh.
-CREATE FUNCTION warren_worker_live(w workers, stale_factor integer) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT w.status = 'online' AND warren_worker_fresh(w, stale_factor)
-$$;
-
-CREATE OR REPLACE FUNCTION warren_wait_reason(e executions, stale_factor integer) RETURNS text
-LANGUAGE sql STABLE AS $$
-    SELECT CASE
-        WHEN e.status <> 'requested' THEN NULL
-        WHEN e.wait_reason LIKE 'last dispatch was not confirmed%' THEN e.wait_reason
-        WHEN e.pinned_worker IS NOT NULL THEN
-            format('pinned to %s: goes out on the scheduler''s next tick', e.pinned_worker)
-        ELSE (SELECT CASE WHEN count(*) = 0
-                          THEN format('no live worker offers action %L', e.action_ref)
-                          ELSE format('queued: %s live worker(s) offer %L; it goes out when one has room',
-                                      count(*), e.action_ref) END
-              FROM workers w
-              WHERE e.action_ref = ANY (w.capabilities) AND warren_worker_live(w, stale_factor))
-    END
-$$;
+-- function warren_worker_fresh: schema/functions/030_worker_liveness.sql
+-- function warren_worker_live: schema/functions/030_worker_liveness.sql
+-- function warren_wait_reason: schema/functions/040_wait_reason.sql

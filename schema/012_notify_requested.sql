@@ -4,14 +4,5 @@
 -- folds identical notifications of one transaction into one. The payload is empty; the
 -- scheduler's claim decides what is due. Delivered at COMMIT only, so a listener never claims
 -- before the rows are visible.
-CREATE FUNCTION warren_notify_requested() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('warren_requested', '');
-    RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER executions_notify_requested
-    AFTER INSERT ON executions
-    FOR EACH STATEMENT EXECUTE FUNCTION warren_notify_requested();
+-- function warren_notify_requested: schema/functions/050_notify_requested.sql
+-- trigger executions_notify_requested: schema/functions/050_notify_requested.sql

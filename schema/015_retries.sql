@@ -55,45 +55,7 @@ CREATE TABLE execution_attempts (
 CREATE INDEX execution_attempts_execution_idx ON execution_attempts (execution_id, id);
 
 -- The history says why a finished execution went back to requested.
-CREATE OR REPLACE FUNCTION warren_execution_event() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error)
-        VALUES (NEW.id, NULL, NEW.status, NEW.worker, NEW.attempt, NEW.error);
-    ELSIF NEW.status IS DISTINCT FROM OLD.status THEN
-        INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error,
-                                      note)
-        VALUES (NEW.id, OLD.status, NEW.status, NEW.worker, NEW.attempt, NEW.error,
-                CASE WHEN NEW.status = 'requested' AND NEW.attempt_kind = 'manual'
-                          AND OLD.status IN ('failed', 'timeout', 'abandoned') THEN 'manual retry'
-                     WHEN NEW.status = 'requested'
-                          AND OLD.status IN ('failed', 'timeout', 'abandoned')
-                     THEN 'retry due ' || to_char(NEW.due_at AT TIME ZONE 'UTC',
-                                                  'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-                     WHEN OLD.status = 'abandoned' THEN 'late completion' END);
-    END IF;
-    RETURN NULL;
-END
-$$;
+-- function warren_execution_event: schema/functions/060_execution_history.sql
 
 -- A requested row that is not due yet waits for its retry's time.
-CREATE OR REPLACE FUNCTION warren_wait_reason(e executions, stale_factor integer) RETURNS text
-LANGUAGE sql STABLE AS $$
-    SELECT CASE
-        WHEN e.status <> 'requested' THEN NULL
-        WHEN e.due_at > now() THEN
-            format('%s attempt due at %s', CASE e.attempt_kind WHEN 'manual' THEN 'manual'
-                                                                ELSE 'retry' END,
-                   to_char(e.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-        WHEN e.wait_reason LIKE 'last dispatch was not confirmed%' THEN e.wait_reason
-        WHEN e.pinned_worker IS NOT NULL THEN
-            format('pinned to %s: goes out on the scheduler''s next tick', e.pinned_worker)
-        ELSE (SELECT CASE WHEN count(*) = 0
-                          THEN format('no live worker offers action %L', e.action_ref)
-                          ELSE format('queued: %s live worker(s) offer %L; it goes out when one has room',
-                                      count(*), e.action_ref) END
-              FROM workers w
-              WHERE e.action_ref = ANY (w.capabilities) AND warren_worker_live(w, stale_factor))
-    END
-$$;
+-- function warren_wait_reason: schema/functions/040_wait_reason.sql

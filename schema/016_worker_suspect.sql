@@ -5,8 +5,4 @@
 -- worker. One definition of "live" still: warren_worker_live, used everywhere.
 ALTER TABLE workers ADD COLUMN suspect_since timestamptz;
 
-CREATE OR REPLACE FUNCTION warren_worker_live(w workers, stale_factor integer) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT w.status = 'online' AND warren_worker_fresh(w, stale_factor)
-           AND (w.suspect_since IS NULL OR w.last_heartbeat > w.suspect_since)
-$$;
+-- function warren_worker_live: schema/functions/030_worker_liveness.sql

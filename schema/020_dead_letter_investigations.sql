@@ -8,8 +8,31 @@
 -- A trigger sets both on insert, so every writer (the dead-letter handler, the result and
 -- heartbeat consumers, the monitor's SQL) gets them without knowing, and builds the snapshot.
 
--- The investigation word of a detailed reason; NULL: the row needs no investigation.
-CREATE FUNCTION warren_dl_investigation_reason(reason text) RETURNS text
+-- function warren_dl_investigation_reason: schema/functions/110_dead_letter_investigation.sql
+-- function warren_dl_reason_weight: schema/functions/110_dead_letter_investigation.sql
+-- function warren_dl_retry_delays: schema/functions/110_dead_letter_investigation.sql
+
+ALTER TABLE dead_letters
+    ADD COLUMN investigation_reason text,
+    -- The investigator's snapshot: the execution row, every attempt with its worker and error,
+    -- the history, the parsed x-death, the raw headers and body, the stderr tail, the retry
+    -- delays and the breaker states (warren.breakers, set by the writer) at insert time.
+    ADD COLUMN investigation jsonb,
+    ADD COLUMN metadata jsonb NOT NULL DEFAULT '{}',
+    ADD CONSTRAINT dead_letters_investigation_reason_check CHECK (investigation_reason IN (
+        'worker_unavailable', 'timeout', 'abandoned', 'max_retries_exceeded',
+        'staleness_timeout', 'poison_message', 'unprocessable_result', 'manual')),
+    ADD CONSTRAINT dead_letters_metadata_check CHECK (jsonb_typeof(metadata) = 'object');
+
+-- function warren_dl_snapshot: schema/functions/110_dead_letter_investigation.sql
+-- function warren_dead_letters_investigate: schema/functions/110_dead_letter_investigation.sql
+-- trigger dead_letters_aa_investigate: schema/functions/110_dead_letter_investigation.sql
+
+-- Rows written before: their word, informational ones closed, one pending per execution. The
+-- word and the snapshot as this migration defined them, in temporary functions of this session
+-- (dropped below): the definitions in schema/functions/ are the current ones, applied after the
+-- numbered migration, and may read columns a database at 019 does not have yet.
+CREATE FUNCTION pg_temp.warren_020_investigation_reason(reason text) RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
         WHEN reason IN ('expired', 'maxlen', 'delivery_limit', 'dead_lettered')
@@ -26,39 +49,7 @@ LANGUAGE sql IMMUTABLE AS $$
     END
 $$;
 
--- How urgent a reason is, for the investigation queue's priority score.
-CREATE FUNCTION warren_dl_reason_weight(reason text) RETURNS integer
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE reason
-        WHEN 'poison_message' THEN 5
-        WHEN 'unprocessable_result' THEN 5
-        WHEN 'max_retries_exceeded' THEN 4
-        WHEN 'staleness_timeout' THEN 3
-        WHEN 'abandoned' THEN 3
-        WHEN 'timeout' THEN 3
-        WHEN 'worker_unavailable' THEN 2
-        ELSE 1
-    END
-$$;
-
--- The retry delays the retry policy applied to an execution, for the snapshot. The retry
--- policy (issue 8) redefines it; until then no delays are applied.
-CREATE FUNCTION warren_dl_retry_delays(execution_id bigint) RETURNS jsonb
-LANGUAGE sql STABLE AS $$ SELECT '[]'::jsonb $$;
-
-ALTER TABLE dead_letters
-    ADD COLUMN investigation_reason text,
-    -- The investigator's snapshot: the execution row, every attempt with its worker and error,
-    -- the history, the parsed x-death, the raw headers and body, the stderr tail, the retry
-    -- delays and the breaker states (warren.breakers, set by the writer) at insert time.
-    ADD COLUMN investigation jsonb,
-    ADD COLUMN metadata jsonb NOT NULL DEFAULT '{}',
-    ADD CONSTRAINT dead_letters_investigation_reason_check CHECK (investigation_reason IN (
-        'worker_unavailable', 'timeout', 'abandoned', 'max_retries_exceeded',
-        'staleness_timeout', 'poison_message', 'unprocessable_result', 'manual')),
-    ADD CONSTRAINT dead_letters_metadata_check CHECK (jsonb_typeof(metadata) = 'object');
-
-CREATE FUNCTION warren_dl_snapshot(d dead_letters) RETURNS jsonb
+CREATE FUNCTION pg_temp.warren_020_snapshot(d dead_letters) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
     SELECT jsonb_build_object(
         'execution', (SELECT to_jsonb(e) FROM executions e WHERE e.id = d.execution_id),
@@ -81,53 +72,16 @@ LANGUAGE sql STABLE AS $$
         'body_base64', translate(encode(d.body, 'base64'), E'\n', ''),
         'stderr_tail', (SELECT e.outcome -> 'stderr_tail' FROM executions e
                         WHERE e.id = d.execution_id),
-        'retry_delays', CASE WHEN d.execution_id IS NULL THEN '[]'::jsonb
-                             ELSE warren_dl_retry_delays(d.execution_id) END,
+        'retry_delays', '[]'::jsonb, -- no retry policy yet (015's delays came with 025)
         'breakers', CASE WHEN coalesce(current_setting('warren.breakers', true), '') <> ''
                          THEN current_setting('warren.breakers', true)::jsonb END,
         'taken_at', now())
 $$;
 
--- On insert: the investigation word, the snapshot, and at most one pending record per
--- execution (a second one is kept, closed, pointing at the pending one).
-CREATE FUNCTION warren_dead_letters_investigate() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    other bigint;
-BEGIN
-    NEW.investigation_reason := warren_dl_investigation_reason(NEW.reason);
-    NEW.investigation := warren_dl_snapshot(NEW);
-    IF NEW.investigation_reason IS NULL AND NEW.resolution = 'pending' THEN
-        NEW.resolution := 'cancelled';
-        NEW.resolved_by := coalesce(NEW.resolved_by, 'warren');
-        NEW.notes := coalesce(NEW.notes, format('changed nothing (%s): no investigation needed',
-                                                NEW.reason));
-    ELSIF NEW.resolution = 'pending' AND NEW.execution_id IS NOT NULL THEN
-        -- Serialise writers of the same execution's records (the index would refuse the
-        -- second and fail the writer's whole batch; the two-key form keeps clear of the
-        -- migrator's one-key lock).
-        PERFORM pg_advisory_xact_lock(1685417329, hashtext(NEW.execution_id::text));
-        SELECT id INTO other FROM dead_letters
-            WHERE execution_id = NEW.execution_id AND resolution = 'pending' LIMIT 1;
-        IF other IS NOT NULL THEN
-            NEW.resolution := 'cancelled';
-            NEW.resolved_by := coalesce(NEW.resolved_by, 'warren');
-            NEW.notes := coalesce(NEW.notes,
-                                  format('record %s is already pending for this execution', other));
-        END IF;
-    END IF;
-    RETURN NEW;
-END
-$$;
-
--- Named so that it runs before dead_letters_stamp, which then fills resolved_at of a row closed
--- here: triggers of one event fire in name order.
-CREATE TRIGGER dead_letters_aa_investigate BEFORE INSERT ON dead_letters
-    FOR EACH ROW EXECUTE FUNCTION warren_dead_letters_investigate();
-
--- Rows written before: their word, informational ones closed, one pending per execution.
-UPDATE dead_letters SET investigation_reason = warren_dl_investigation_reason(reason),
-    investigation = warren_dl_snapshot(dead_letters);
+UPDATE dead_letters SET investigation_reason = pg_temp.warren_020_investigation_reason(reason),
+    investigation = pg_temp.warren_020_snapshot(dead_letters);
+DROP FUNCTION pg_temp.warren_020_snapshot(dead_letters);
+DROP FUNCTION pg_temp.warren_020_investigation_reason(text);
 UPDATE dead_letters SET resolution = 'cancelled', resolved_by = 'warren',
     notes = coalesce(notes, format('changed nothing (%s): no investigation needed', reason))
     WHERE investigation_reason IS NULL AND resolution IN ('pending', 'investigating');
@@ -141,22 +95,5 @@ CREATE UNIQUE INDEX dead_letters_one_pending_idx ON dead_letters (execution_id)
     WHERE resolution = 'pending' AND execution_id IS NOT NULL;
 CREATE INDEX dead_letters_investigation_idx ON dead_letters (investigation_reason, id);
 
--- Dashboards: records by reason and resolution.
-CREATE VIEW dead_letter_counts AS
-    SELECT investigation_reason AS reason, resolution, count(*) AS count,
-           min(received_at) AS oldest, max(received_at) AS newest
-    FROM dead_letters GROUP BY investigation_reason, resolution;
-
--- The investigation queue: open records, most urgent first. priority = the reason's weight x
--- (1 + ln(1 + age in minutes)): a poison message outranks an expiry of the same age, and a
--- record climbs as it waits.
-CREATE VIEW dead_letter_investigation_queue AS
-    SELECT d.id, d.execution_id, d.investigation_reason AS reason, d.reason AS cause,
-           d.resolution, d.queue, d.received_at,
-           extract(epoch FROM now() - d.received_at) AS age_s,
-           round((warren_dl_reason_weight(d.investigation_reason)
-                  * (1 + ln(1 + extract(epoch FROM now() - d.received_at) / 60)))::numeric, 3)
-               AS priority
-    FROM dead_letters d
-    WHERE d.resolution IN ('pending', 'investigating') AND d.investigation_reason IS NOT NULL
-    ORDER BY priority DESC, d.id;
+-- view dead_letter_counts: schema/functions/120_dead_letter_views.sql
+-- view dead_letter_investigation_queue: schema/functions/120_dead_letter_views.sql

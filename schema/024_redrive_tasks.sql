@@ -38,23 +38,6 @@ CREATE TABLE redrive_tasks (
 CREATE UNIQUE INDEX redrive_tasks_one_active_idx ON redrive_tasks (source)
     WHERE status IN ('running', 'cancelling');
 
-CREATE FUNCTION warren_redrive_tasks_stamp() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    NEW.updated_at := now();
-    IF NEW.status IN ('completed', 'cancelled', 'failed') AND NEW.finished_at IS NULL THEN
-        NEW.finished_at := now();
-    END IF;
-    RETURN NEW;
-END
-$$;
-
-CREATE TRIGGER redrive_tasks_stamp BEFORE INSERT OR UPDATE ON redrive_tasks
-    FOR EACH ROW EXECUTE FUNCTION warren_redrive_tasks_stamp();
-
--- Records a task may redrive: open, not redriven, naming an execution.
-CREATE FUNCTION warren_dl_redrivable(d dead_letters) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT d.resolution IN ('pending', 'investigating') AND d.redriven_at IS NULL
-       AND d.execution_id IS NOT NULL
-$$;
+-- function warren_redrive_tasks_stamp: schema/functions/150_redrive_tasks.sql
+-- trigger redrive_tasks_stamp: schema/functions/150_redrive_tasks.sql
+-- function warren_dl_redrivable: schema/functions/150_redrive_tasks.sql

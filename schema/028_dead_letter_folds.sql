@@ -15,15 +15,4 @@ CREATE UNIQUE INDEX dead_letters_open_fold_idx ON dead_letters (fold_key)
     WHERE fold_key IS NOT NULL AND resolution IN ('pending', 'investigating');
 
 -- The list item gains the count and when the last message of the shape came.
-CREATE OR REPLACE FUNCTION warren_dl_item(d dead_letters) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT jsonb_build_object(
-        'id', d.id, 'execution_id', d.execution_id, 'reason', d.investigation_reason,
-        'cause', d.reason, 'resolution', d.resolution, 'queue', d.queue, 'action', d.action_ref,
-        'received_at', d.received_at, 'resolved_at', d.resolved_at, 'resolved_by', d.resolved_by,
-        'notes', d.notes, 'error', d.error, 'metadata', d.metadata, 'message_id', d.message_id,
-        'redriven_at', d.redriven_at, 'redrive_attempt', d.redrive_attempt,
-        'event_id', d.event_id, 'emitted_at', d.emitted_at,
-        'occurrences', d.occurrences, 'last_seen_at', d.last_seen_at,
-        'age_s', round(extract(epoch FROM now() - d.received_at)::numeric, 3))
-$$;
+-- function warren_dl_item: schema/functions/130_dead_letter_documents.sql

@@ -8,16 +8,4 @@
 ALTER TABLE dead_letters ADD COLUMN x_death_verified boolean;
 
 -- The list item (API and `warren dlq`) shows it beside queue and reason.
-CREATE OR REPLACE FUNCTION warren_dl_item(d dead_letters) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT jsonb_build_object(
-        'id', d.id, 'execution_id', d.execution_id, 'reason', d.investigation_reason,
-        'cause', d.reason, 'resolution', d.resolution, 'queue', d.queue,
-        'x_death_verified', d.x_death_verified, 'action', d.action_ref,
-        'received_at', d.received_at, 'resolved_at', d.resolved_at, 'resolved_by', d.resolved_by,
-        'notes', d.notes, 'error', d.error, 'metadata', d.metadata, 'message_id', d.message_id,
-        'redriven_at', d.redriven_at, 'redrive_attempt', d.redrive_attempt,
-        'event_id', d.event_id, 'emitted_at', d.emitted_at,
-        'occurrences', d.occurrences, 'last_seen_at', d.last_seen_at,
-        'age_s', round(extract(epoch FROM now() - d.received_at)::numeric, 3))
-$$;
+-- function warren_dl_item: schema/functions/130_dead_letter_documents.sql

@@ -35,12 +35,17 @@ bool db_sqlstate_transient(const char *sqlstate);
 
 /* Apply pending migrations from dir (NULL: db_schema_dir()) under an advisory lock.
  * Each file runs in its own transaction together with its row in warren_migrations.
- * Prints what it applied to out (NULL: to the log). Returns the number applied, -1 on
- * failure: err names the file, line and statement; that file's changes are rolled back,
- * files applied before it stay. An applied file whose checksum changed is a failure. */
-int db_migrate(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen) WARN_UNUSED;
-/* The number of migrations in dir (NULL: db_schema_dir()) not applied yet. Changes and prints
- * nothing. -1 on failure or when an applied file has changed since (named in err). */
+ * Then, when a migration was applied after them or one of them changed, every definition file
+ * of dir/functions again, all in one transaction recorded in warren_definitions; *definitions
+ * (may be NULL) says how many. Prints what it applied to out (NULL: to the log). Returns the
+ * number of migrations applied, -1 on failure: err names the file, line and statement; that
+ * file's changes (or all the definitions') are rolled back, files applied before it stay. An
+ * applied migration whose checksum changed (and is not in superseded.sha256) is a failure. */
+int db_migrate(PGconn *db, const char *dir, FILE *out, int *definitions, char *err,
+               size_t errlen) WARN_UNUSED;
+/* The number of migrations and definition files in dir (NULL: db_schema_dir()) not applied
+ * yet. Changes and prints nothing. -1 on failure or when an applied file has changed since
+ * (named in err). */
 int db_migrate_pending(PGconn *db, const char *dir, char *err, size_t errlen) WARN_UNUSED;
 /* db_migrate_pending, and print each migration in dir as applied (with its time) or pending,
  * and applied ones without a file, to out. */

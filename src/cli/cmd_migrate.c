@@ -57,15 +57,18 @@ static int migrate_run(PGconn *db, const warren_config_t *cfg, const void *opts)
         printf("%d pending\n", pending);
         return EXIT_OK;
     }
-    int applied = db_migrate(db, dir, stdout, err, sizeof err);
+    int definitions = 0;
+    int applied = db_migrate(db, dir, stdout, &definitions, err, sizeof err);
     if (applied < 0) {
         fprintf(stderr, "warren migrate: %s\n", err);
         return EXIT_RUNTIME;
     }
-    if (applied == 0)
-        printf("nothing to apply: the database is up to date with %s\n", dir);
-    else
+    if (applied > 0)
         printf("applied %d migration%s from %s\n", applied, applied == 1 ? "" : "s", dir);
+    else if (definitions > 0)
+        printf("no migration to apply in %s; its definitions were applied again\n", dir);
+    else
+        printf("nothing to apply: the database is up to date with %s\n", dir);
     return EXIT_OK;
 }
 

@@ -1,4 +1,6 @@
-/* Schema migrations: apply schema/NNN_*.sql in order, each once, each in its own transaction. */
+/* Schema migrations: apply schema/NNN_*.sql in order, each once, each in its own transaction;
+ * then re-apply the definitions of schema/functions/NNN_*.sql, all in one transaction, when a
+ * migration was applied or a definition file changed (docs/schema.md). */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -7,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "warren/db.h"
 #include "warren/log.h"
 #include "warren/paths.h"
@@ -18,6 +21,12 @@
 #define MIGRATE_LOCK_KEY "7318388542146" /* arbitrary, fixed for the project */
 #define MIGRATION_MAX_BYTES (4 * 1024 * 1024)
 #define EXCERPT_CHARS 80
+/* The current definitions of functions, views and triggers, under the schema directory. */
+#define DEFINITIONS_SUBDIR "functions"
+/* "RECORDED  CURRENT  NNN_name.sql" lines (sha256 in hex): an applied migration recorded with
+ * RECORDED, a checksum its file had before it was edited on purpose, is applied as long as the
+ * file's checksum is CURRENT (docs/schema.md, "Edited migrations"). */
+#define SUPERSEDED_FILE "superseded.sha256"
 
 typedef struct mig_file {
     char name[256];   /* "001_init.sql" */
@@ -33,6 +42,8 @@ typedef struct mig_set {
     mig_file_t *files;
     size_t n;
     PGresult *applied; /* version, filename, checksum, applied_at; NULL when no table yet */
+    char *superseded;  /* SUPERSEDED_FILE's text, NULL when there is none */
+    bool redo;         /* definitions: a migration was applied after them */
 } mig_set_t;
 
 static void mig_set_free(mig_set_t *set)
@@ -43,6 +54,7 @@ static void mig_set_free(mig_set_t *set)
     }
     free(set->files);
     PQclear(set->applied);
+    free(set->superseded);
     memset(set, 0, sizeof *set);
 }
 
@@ -205,6 +217,25 @@ static int mig_checksum(PGconn *db, mig_file_t *f, char *err, size_t errlen)
     return 0;
 }
 
+/* SUPERSEDED_FILE of dir into set->superseded; none is fine. */
+static int mig_load_superseded(const char *dir, mig_set_t *set, char *err, size_t errlen)
+{
+    mig_file_t f = {0};
+    int rc = 0;
+    if (asprintf(&f.path, "%s/%s", dir, SUPERSEDED_FILE) < 0) {
+        snprintf(err, errlen, "out of memory reading %s", dir);
+        return -1;
+    }
+    if (access(f.path, F_OK) == 0) {
+        rc = mig_read(&f, err, errlen);
+        set->superseded = f.sql;
+        f.sql = NULL;
+    }
+    free(f.path);
+    free(f.sql);
+    return rc;
+}
+
 /* Read every listed file and checksum it. */
 static int mig_load(PGconn *db, mig_set_t *set, char *err, size_t errlen)
 {
@@ -215,22 +246,30 @@ static int mig_load(PGconn *db, mig_set_t *set, char *err, size_t errlen)
     return 0;
 }
 
-/* The recorded migrations, or none when the table does not exist yet (read-only callers). */
-static int mig_load_applied(PGconn *db, mig_set_t *set, char *err, size_t errlen)
+#define APPLIED_AT "to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+
+/* The rows of query into set->applied, none when table does not exist yet (read-only callers). */
+static int mig_load_rows(PGconn *db, const char *table, const char *query, mig_set_t *set,
+                         char *err, size_t errlen)
 {
     PGresult *res;
-    if (db_exec(db, "SELECT to_regclass('warren_migrations') IS NOT NULL", 0, NULL, &res, err,
-                errlen) != 0)
+    const char *params[] = {table};
+    if (db_exec(db, "SELECT to_regclass($1) IS NOT NULL", 1, params, &res, err, errlen) != 0)
         return -1;
     bool exists = PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
     if (!exists)
         return 0;
-    return db_exec(db,
-                   "SELECT version, filename, checksum,"
-                   " to_char(applied_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
-                   " FROM warren_migrations ORDER BY version",
-                   0, NULL, &set->applied, err, errlen);
+    return db_exec(db, query, 0, NULL, &set->applied, err, errlen);
+}
+
+/* The recorded migrations. */
+static int mig_load_applied(PGconn *db, mig_set_t *set, char *err, size_t errlen)
+{
+    return mig_load_rows(db, "warren_migrations",
+                         "SELECT version, filename, checksum, " APPLIED_AT
+                         " FROM warren_migrations ORDER BY version",
+                         set, err, errlen);
 }
 
 /* Row of version in the applied set, -1 when it was never applied. */
@@ -243,9 +282,25 @@ static int mig_applied_row(const mig_set_t *set, const char *version)
     return -1;
 }
 
+/* The recorded checksum of row is one that f's file had before an edit listed as accepted, and
+ * the file is as that edit left it. */
+static bool mig_superseded(const mig_set_t *set, const mig_file_t *f, int row)
+{
+    if (!set->superseded)
+        return false;
+    char needle[sizeof f->name + 160];
+    int n = snprintf(needle, sizeof needle, "%s  %s  %s", PQgetvalue(set->applied, row, 2),
+                     f->checksum, f->name);
+    for (const char *p = strstr(set->superseded, needle); p; p = strstr(p + 1, needle))
+        if ((p == set->superseded || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
 static bool mig_changed(const mig_set_t *set, const mig_file_t *f, int row)
 {
-    return strcmp(PQgetvalue(set->applied, row, 2), f->checksum) != 0;
+    return strcmp(PQgetvalue(set->applied, row, 2), f->checksum) != 0 &&
+           !mig_superseded(set, f, row);
 }
 
 /* An applied migration whose file changed means the database no longer matches the files. */
@@ -435,6 +490,142 @@ static void mig_unlock(PGconn *db)
     PQclear(PQexec(db, "SELECT pg_advisory_unlock(" MIGRATE_LOCK_KEY ")"));
 }
 
+/* ---- definitions: DIR/functions/NNN_*.sql, re-applied whole ---- */
+
+static const char create_definitions_sql[] = "CREATE TABLE IF NOT EXISTS warren_definitions ("
+                                             " filename text PRIMARY KEY,"
+                                             " checksum text NOT NULL,"
+                                             " applied_at timestamptz NOT NULL DEFAULT now())";
+
+/* The recorded definition files (keyed by file name, as migrations are by version), and
+ * whether a migration was applied after them. */
+static int def_load_recorded(PGconn *db, mig_set_t *set, char *err, size_t errlen)
+{
+    if (mig_load_rows(db, "warren_definitions",
+                      "SELECT filename, filename, checksum, " APPLIED_AT
+                      " FROM warren_definitions ORDER BY filename",
+                      set, err, errlen) != 0)
+        return -1;
+    if (!set->applied)
+        return 0;
+    PGresult *res;
+    if (db_exec(db,
+                "SELECT EXISTS (SELECT 1 FROM warren_migrations WHERE applied_at >= "
+                "(SELECT min(applied_at) FROM warren_definitions))",
+                0, NULL, &res, err, errlen) != 0)
+        return -1;
+    set->redo = PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    return 0;
+}
+
+/* The definition files of dir and their records; none when dir has no functions/ (a schema
+ * from before them, which is then migrated as it was). */
+static int def_load(PGconn *db, const char *dir, mig_set_t *set, char *err, size_t errlen)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, DEFINITIONS_SUBDIR);
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    if (mig_list(path, set, err, errlen) != 0 || mig_load(db, set, err, errlen) != 0)
+        return -1;
+    return def_load_recorded(db, set, err, errlen);
+}
+
+/* Applied before and unchanged since, with no migration after it. */
+static bool def_current(const mig_set_t *set, const mig_file_t *f)
+{
+    int row = mig_applied_row(set, f->name);
+    return !set->redo && row >= 0 && !strcmp(PQgetvalue(set->applied, row, 2), f->checksum);
+}
+
+/* The definition files to apply; when there is any, every file is applied again. */
+static int def_pending(const mig_set_t *set)
+{
+    int pending = 0;
+    for (size_t i = 0; i < set->n; i++)
+        pending += !def_current(set, &set->files[i]);
+    return pending;
+}
+
+/* The record: one row per file applied, none of the files gone. */
+static int def_record(PGconn *db, const mig_set_t *set, char *err, size_t errlen)
+{
+    if (db_exec(db, create_definitions_sql, 0, NULL, NULL, err, errlen) != 0 ||
+        db_exec(db, "DELETE FROM warren_definitions", 0, NULL, NULL, err, errlen) != 0)
+        return -1;
+    for (size_t i = 0; i < set->n; i++) {
+        const char *params[] = {set->files[i].name, set->files[i].checksum};
+        if (db_exec(db, "INSERT INTO warren_definitions (filename, checksum) VALUES ($1, $2)", 2,
+                    params, NULL, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* BEGIN; every file in order; the record; COMMIT. Any failure rolls all of it back. */
+static int def_apply(PGconn *db, const mig_set_t *set, char *err, size_t errlen)
+{
+    char why[ERRBUF_SIZE];
+    for (size_t i = 0; i < set->n; i++)
+        if (mig_check_statements(&set->files[i], err, errlen) != 0)
+            return -1;
+    if (db_exec(db, "BEGIN", 0, NULL, NULL, why, sizeof why) != 0) {
+        snprintf(err, errlen, "definitions: BEGIN: %s", why);
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < set->n; i++)
+        rc = mig_run_statements(db, &set->files[i], err, errlen);
+    if (rc == 0 && def_record(db, set, why, sizeof why) != 0) {
+        snprintf(err, errlen, "definitions: recording them: %s", why);
+        rc = -1;
+    }
+    if (rc == 0) {
+        if (db_exec(db, "COMMIT", 0, NULL, NULL, why, sizeof why) == 0)
+            return 0;
+        snprintf(err, errlen, "definitions: COMMIT: %s", why);
+    }
+    PQclear(PQexec(db, "ROLLBACK"));
+    return -1;
+}
+
+/* With the lock held, after the migrations: every definition file again when one changed or a
+ * migration came after them. The number of files applied, 0 when none needed it. */
+static int def_run_locked(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen)
+{
+    mig_set_t set = {0};
+    int applied = 0;
+    if (def_load(db, dir, &set, err, errlen) != 0) {
+        applied = -1;
+    } else if (def_pending(&set) > 0) {
+        int64_t t0 = now_mono_ms();
+        applied = def_apply(db, &set, err, errlen) == 0 ? (int)set.n : -1;
+        if (applied > 0)
+            report(out, "re-applied %d definition files from %s/%s (%lld ms)", applied, dir,
+                   DEFINITIONS_SUBDIR, (long long)(now_mono_ms() - t0));
+    }
+    mig_set_free(&set);
+    return applied;
+}
+
+/* Each definition file of dir as applied (with its time) or pending, to out. */
+static void def_print(const mig_set_t *set, FILE *out)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        const mig_file_t *f = &set->files[i];
+        char name[sizeof f->name + sizeof DEFINITIONS_SUBDIR + 1];
+        snprintf(name, sizeof name, "%s/%s", DEFINITIONS_SUBDIR, f->name);
+        int row = mig_applied_row(set, f->name);
+        if (row < 0)
+            fprintf(out, "%-40s pending\n", name);
+        else
+            fprintf(out, "%-40s applied %s%s\n", name, PQgetvalue(set->applied, row, 3),
+                    def_current(set, f) ? "" : "  pending again (changed, or a migration since)");
+    }
+}
+
 static const char create_table_sql[] = "CREATE TABLE IF NOT EXISTS warren_migrations ("
                                        " version text PRIMARY KEY,"
                                        " filename text NOT NULL,"
@@ -447,8 +638,9 @@ static int mig_run_locked(PGconn *db, const char *dir, FILE *out, char *err, siz
     mig_set_t set = {0};
     int applied = 0;
     if (db_exec(db, create_table_sql, 0, NULL, NULL, err, errlen) != 0 ||
-        mig_list(dir, &set, err, errlen) != 0 || mig_load(db, &set, err, errlen) != 0 ||
-        mig_load_applied(db, &set, err, errlen) != 0 || mig_verify(&set, err, errlen) != 0) {
+        mig_list(dir, &set, err, errlen) != 0 || mig_load_superseded(dir, &set, err, errlen) != 0 ||
+        mig_load(db, &set, err, errlen) != 0 || mig_load_applied(db, &set, err, errlen) != 0 ||
+        mig_verify(&set, err, errlen) != 0) {
         mig_set_free(&set);
         return -1;
     }
@@ -469,22 +661,25 @@ static int mig_run_locked(PGconn *db, const char *dir, FILE *out, char *err, siz
     return applied;
 }
 
-int db_migrate(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen)
+int db_migrate(PGconn *db, const char *dir, FILE *out, int *definitions, char *err, size_t errlen)
 {
     if (!dir)
         dir = db_schema_dir();
     if (mig_lock(db, out, err, errlen) != 0)
         return -1;
     int applied = mig_run_locked(db, dir, out, err, errlen);
+    int defs = applied < 0 ? 0 : def_run_locked(db, dir, out, err, errlen);
     mig_unlock(db);
-    return applied;
+    if (definitions)
+        *definitions = defs < 0 ? 0 : defs;
+    return defs < 0 ? -1 : applied;
 }
 
 /* The files in dir and the rows of warren_migrations, read without the lock: changes nothing. */
 static int mig_status_load(PGconn *db, const char *dir, mig_set_t *set, char *err, size_t errlen)
 {
-    if (mig_list(dir, set, err, errlen) != 0 || mig_load(db, set, err, errlen) != 0 ||
-        mig_load_applied(db, set, err, errlen) != 0)
+    if (mig_list(dir, set, err, errlen) != 0 || mig_load_superseded(dir, set, err, errlen) != 0 ||
+        mig_load(db, set, err, errlen) != 0 || mig_load_applied(db, set, err, errlen) != 0)
         return -1;
     return 0;
 }
@@ -500,6 +695,20 @@ static int mig_count_pending(const mig_set_t *set, char *err, size_t errlen)
     return pending;
 }
 
+/* The definition files of dir to apply, -1 on failure. */
+static int def_count_pending(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen)
+{
+    mig_set_t defs = {0};
+    int pending = -1;
+    if (def_load(db, dir, &defs, err, errlen) == 0) {
+        pending = def_pending(&defs);
+        if (out)
+            def_print(&defs, out);
+    }
+    mig_set_free(&defs);
+    return pending;
+}
+
 int db_migrate_pending(PGconn *db, const char *dir, char *err, size_t errlen)
 {
     if (!dir)
@@ -509,7 +718,8 @@ int db_migrate_pending(PGconn *db, const char *dir, char *err, size_t errlen)
     if (mig_status_load(db, dir, &set, err, errlen) == 0)
         pending = mig_count_pending(&set, err, errlen);
     mig_set_free(&set);
-    return pending;
+    int defs = pending < 0 ? 0 : def_count_pending(db, dir, NULL, err, errlen);
+    return defs < 0 ? -1 : pending + defs;
 }
 
 int db_migrate_status(PGconn *db, const char *dir, FILE *out, char *err, size_t errlen)
@@ -537,5 +747,6 @@ int db_migrate_status(PGconn *db, const char *dir, FILE *out, char *err, size_t 
                     PQgetvalue(set.applied, r, 3), dir);
     int pending = mig_count_pending(&set, err, errlen);
     mig_set_free(&set);
-    return pending;
+    int defs = pending < 0 ? 0 : def_count_pending(db, dir, out, err, errlen);
+    return defs < 0 ? -1 : pending + defs;
 }

@@ -32,6 +32,8 @@ for h in core.echo core.sleep core.fail example_upper.so; do
 done
 assert_eq "$prefix/share/warren/schema" "$(schema_of "$prefix/bin/warren")" "schema of a moved install"
 ls "$prefix/share/warren/schema/"*.sql >/dev/null || fail "no schema installed"
+ls "$prefix/share/warren/schema/functions/"*.sql >/dev/null || fail "no definitions installed"
+[ -f "$prefix/share/warren/schema/superseded.sha256" ] || fail "no superseded.sha256 installed"
 [ -f "$prefix/etc/warren/warren.conf" ] || fail "warren.conf not installed under the prefix"
 assert_eq "$prefix/libexec/warren/handlers" \
     "$(WARREN_BIN=$prefix/bin/warren conf_value worker.handlers_dir "$prefix/etc/warren/warren.conf")" \

@@ -45,7 +45,8 @@ done
 assert_eq /etc/warren/warren.conf "$(dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles)" "conffiles"
 files=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/warren ./usr/bin/warren-worker ./usr/libexec/warren/handlers/core.echo ./usr/libexec/warren/handlers/example_upper.so \
-    ./usr/share/warren/schema/001_init.sql ./etc/warren/warren.conf ./usr/include/warren/handler.h \
+    ./usr/share/warren/schema/001_init.sql ./usr/share/warren/schema/superseded.sha256 \
+    ./usr/share/warren/schema/functions/010_touch_updated_at.sql ./etc/warren/warren.conf ./usr/include/warren/handler.h \
     ./usr/share/pkgconfig/warren-handler.pc ./usr/share/doc/warren/README.md \
     ./usr/lib/systemd/system/warren-executor.service ./usr/lib/systemd/system/warren-worker@.service \
     ./usr/lib/systemd/system/warren-migrate.service; do
@@ -89,7 +90,10 @@ assert_contains "$out" 'worker.handlers_dir                            = "/usr/l
 out=$(as_warren /usr/bin/warren migrate -c /etc/warren/warren.conf 2>&1) || fail "migrate: $out"
 out=$(as_warren /usr/bin/warren migrate -c /etc/warren/warren.conf --status 2>&1) || fail "migrate --status: $out"
 assert_contains "$out" "001_init.sql" "the installed schema"
-assert_contains "$out" "$(ls "$WARREN_SOURCE_DIR/schema" | tail -n 1)" "the installed schema is complete"
+migrations=("$WARREN_SOURCE_DIR"/schema/[0-9]*_*.sql)
+definitions=("$WARREN_SOURCE_DIR"/schema/functions/*.sql)
+assert_contains "$out" "$(basename "${migrations[-1]}")" "the installed schema is complete"
+assert_contains "$out" "functions/$(basename "${definitions[-1]}")" "the installed definitions"
 assert_contains "$out" "0 pending" "every installed migration is applied"
 out=$(systemd-analyze verify /usr/lib/systemd/system/warren-executor.service \
     /usr/lib/systemd/system/warren-migrate.service warren-worker@w1.service 2>&1) ||
