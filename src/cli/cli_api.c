@@ -276,7 +276,7 @@ int cli_api_submit(json_object *req, bool json, bool wait, int64_t wait_timeout_
         printf("%s\n", json ? body : id);
     free(body);
     json_object_put(row);
-    fflush(stdout);
+    (void)fflush(stdout);
     return wait ? wait_for(id, json, wait_timeout_s) : EXIT_OK;
 }
 

@@ -92,7 +92,7 @@ static char *read_params_file(const char *file)
     size_t n = buf ? fread(buf, 1, PARAMS_FILE_MAX + 1, f) : 0;
     bool bad = !buf || ferror(f) || n > PARAMS_FILE_MAX || memchr(buf, '\0', n);
     if (f != stdin)
-        fclose(f);
+        (void)fclose(f);
     if (bad) {
         cli_usage_error("submit", submit_usage_line, "--params-file %s: %s", file,
                         !buf                  ? "out of memory"
@@ -290,7 +290,7 @@ static int submit_run(PGconn *db, const warren_config_t *cfg, const void *opts)
     if (!o->json || !o->wait)
         printf("%s\n", o->json ? cli_db_field(res, 0, "row") : id);
     PQclear(res);
-    fflush(stdout); /* the id is worth having before a long wait */
+    (void)fflush(stdout); /* the id is worth having before a long wait */
     return o->wait ? submit_wait(db, id, o, cfg) : EXIT_OK;
 }
 

@@ -10,7 +10,7 @@ static const char *const names[EXEC_STATUS_COUNT] = {
 };
 
 static const bool terminal[EXEC_STATUS_COUNT] = {
-#define EXEC_STATUS_FINAL(name, final) [EXEC_##name] = final,
+#define EXEC_STATUS_FINAL(name, final) [EXEC_##name] = (final),
     EXEC_STATUSES(EXEC_STATUS_FINAL)
 #undef EXEC_STATUS_FINAL
 };

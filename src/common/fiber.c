@@ -258,9 +258,9 @@ static int poll_fd(int fd, short events, int64_t deadline_ms)
             continue;
         if (n <= 0)
             return n;
-        short r = p.revents & (POLLIN | POLLOUT);
+        short r = (short)(p.revents & (POLLIN | POLLOUT));
         if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
-            r |= events; /* ready: the next read or write says what went wrong */
+            r = (short)(r | events); /* ready: the next read or write says what went wrong */
         return r;
     }
 }

@@ -121,7 +121,7 @@ static void emit(log_level_t level, const char *msg, va_list *fields)
         }
     }
     fputs(as_json ? "}\n" : "\n", stderr);
-    fflush(stderr);
+    (void)fflush(stderr);
     pthread_mutex_unlock(&log_lock);
 }
 

@@ -167,7 +167,7 @@ int metrics_label(char *labels, size_t len, const char *key, const char *value)
         char c = value[i];
         if (c == '\\' || c == '"' || c == '\n') {
             esc[e++] = '\\';
-            c = c == '\n' ? 'n' : c;
+            c = (char)(c == '\n' ? 'n' : c);
         }
         esc[e++] = c;
     }

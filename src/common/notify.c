@@ -56,7 +56,7 @@ int notify_format(char *buf, size_t len, const char *state, const char *status)
     for (const char *p = status ? status : ""; *p; p++) {
         if (o + 1 >= len)
             return -1;
-        buf[o++] = *p == '\n' ? ' ' : *p;
+        buf[o++] = (char)(*p == '\n' ? ' ' : *p);
     }
     buf[o] = '\0';
     return (int)o;

@@ -69,7 +69,7 @@ static void report(FILE *out, const char *fmt, ...)
     va_end(ap);
     if (out) {
         fprintf(out, "%s\n", line);
-        fflush(out);
+        (void)fflush(out);
     } else {
         log_kv(LOG_INFO, line, "component", "migrate", NULL);
     }
@@ -171,18 +171,18 @@ static int mig_read(mig_file_t *f, char *err, size_t errlen)
     if (!fp || fstat(fileno(fp), &st) != 0) {
         snprintf(err, errlen, "cannot read %s: %s", f->path, strerror(errno));
         if (fp)
-            fclose(fp);
+            (void)fclose(fp);
         return -1;
     }
     if (st.st_size > MIGRATION_MAX_BYTES) {
         snprintf(err, errlen, "%s: larger than %d bytes", f->path, MIGRATION_MAX_BYTES);
-        fclose(fp);
+        (void)fclose(fp);
         return -1;
     }
     f->sql = malloc((size_t)st.st_size + 1);
     f->len = f->sql ? fread(f->sql, 1, (size_t)st.st_size, fp) : 0;
     bool failed = !f->sql || ferror(fp) || f->len != (size_t)st.st_size;
-    fclose(fp);
+    (void)fclose(fp);
     if (failed) {
         snprintf(err, errlen, "cannot read %s: %s", f->path,
                  f->sql ? "short read" : "out of memory");

@@ -149,6 +149,7 @@ static bool push(consumer_t *c, mq_delivery_t *d)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 64;
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
         mq_delivery_t **b = realloc(c->batch, cap * sizeof *b);
         if (!b)
             return false;
@@ -227,6 +228,7 @@ static void drop_front(consumer_t *c, size_t k)
         c->held_bytes -= c->batch[i]->body_len;
         mq_free_delivery(c->mq, c->batch[i]);
     }
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
     memmove(c->batch, c->batch + k, (c->n - k) * sizeof *c->batch);
     c->n -= k;
 }
@@ -427,6 +429,7 @@ static void resubscribe(consumer_t *c)
     if (rc != MQ_OK)
         snprintf(err, sizeof err, "%s", mq_last_error(c->mq));
     else if (c->declare && c->declare(c->mq, c->declare_arg, err, sizeof err) != 0)
+        /* NOLINTNEXTLINE(clang-analyzer-deadcode.DeadStores): rc marks the failure, err says why */
         rc = -1; /* a deleted queue is declared again; a refusal (406) is logged, retried */
     else if (consumer_start(c, err, sizeof err) == 0) {
         log_kv(LOG_INFO, "consumer resubscribed", "queue", c->queue, NULL);

@@ -412,7 +412,9 @@ int dlstore_unusable(PGconn *db, void *first, size_t n, size_t stride, const cha
                      executor_stats_t *stats, char *err, size_t errlen)
 {
     dl_record_t *recs = calloc(n + 1, sizeof *recs);
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
     json_object **headers = calloc(n + 1, sizeof *headers);
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
     inmsg_t **of = calloc(n + 1, sizeof *of);
     int64_t *occ = calloc(n + 1, sizeof *occ);
     size_t k = 0;

@@ -264,6 +264,7 @@ static int load_workers(PGconn *db, sched_batch_t *b, char *err, size_t errlen)
         return -1;
     size_t nw = (size_t)PQntuples(b->workers);
     b->w = calloc(nw + 1, sizeof *b->w);
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
     b->caps = calloc(nw + 1, sizeof *b->caps);
     if (!b->w || !b->caps) {
         snprintf(err, errlen, "out of memory");
@@ -495,6 +496,8 @@ static void publish_confirmed(sched_t *s, const sched_job_t *j)
 
 static void publish(sched_t *s, sched_batch_t *b)
 {
+    if (b->n == 0) /* nothing was claimed (and calloc(0) need not return a pointer) */
+        return;
     mq_message_t *msgs = calloc(b->n, sizeof *msgs);
     size_t *job_of = calloc(b->n, sizeof *job_of);
     int *results = calloc(b->n, sizeof *results);
@@ -682,7 +685,7 @@ int sched_tick(sched_t *s)
     s->stats->happy[EXEC_REQUESTED][EXEC_SCHEDULED] += dispatched; /* committed */
     if (s->fault_exit_after_commit && dispatched > 0) {
         log_kv(LOG_WARN, "WARREN_FAULT=exit_after_commit: SIGKILL after the COMMIT", NULL);
-        raise(SIGKILL);
+        (void)raise(SIGKILL);
     }
     declare_pinned(s, &b);
     publish(s, &b);

@@ -123,13 +123,15 @@ static mq_delivery_t *delivery_from(mq_client_t *c, amqp_envelope_t *env, const 
 void mq_stash_push(mq_client_t *c, mq_delivery_t *d)
 {
     if (c->stash_head > 0 && c->stash_len == c->stash_cap) {
-        memmove(c->stash, c->stash + c->stash_head,
-                (c->stash_len - c->stash_head) * sizeof *c->stash);
+        size_t live = c->stash_len - c->stash_head;
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
+        memmove(c->stash, c->stash + c->stash_head, live * sizeof *c->stash);
         c->stash_len -= c->stash_head;
         c->stash_head = 0;
     }
     if (c->stash_len == c->stash_cap) {
         size_t cap = c->stash_cap ? c->stash_cap * 2 : 16;
+        /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers, sized by its element */
         mq_delivery_t **grown = realloc(c->stash, cap * sizeof *grown);
         if (!grown) {
             /* Unacked, so the broker redelivers it once the connection is gone. */

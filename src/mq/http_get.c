@@ -120,8 +120,8 @@ static void base64(const char *in, char *out, size_t cap)
             v |= (unsigned char)in[i + 2];
         out[o++] = tbl[(v >> 18) & 63];
         out[o++] = tbl[(v >> 12) & 63];
-        out[o++] = i + 1 < n ? tbl[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < n ? tbl[v & 63] : '=';
+        out[o++] = (char)(i + 1 < n ? tbl[(v >> 6) & 63] : '=');
+        out[o++] = (char)(i + 2 < n ? tbl[v & 63] : '=');
     }
     out[o] = '\0';
 }
@@ -303,7 +303,7 @@ static int send_all(int fd, const char *buf, size_t len, int64_t deadline_ms)
         if (n > 0)
             off += (size_t)n;
         else if (n < 0 && errno != EAGAIN && errno != EINTR)
-            return -1;
+            return -1; /* NOLINT(bugprone-branch-clone): an error; the next one is a timeout */
         else if (wait_fd(fd, POLLOUT, deadline_ms) != 0)
             return -1;
     }

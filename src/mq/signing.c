@@ -137,14 +137,14 @@ sign_keys_t *sign_load(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "message_queue.signing_key_file %s: cannot read: %s", path,
                  strerror(errno));
         if (f)
-            fclose(f);
+            (void)fclose(f);
         return NULL;
     }
     if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IRWXG | S_IRWXO))) {
         snprintf(err, errlen, "message_queue.signing_key_file %s %s", path,
                  !S_ISREG(st.st_mode) ? "is not a regular file"
                                       : "is readable or writable by group or others: chmod 600");
-        fclose(f);
+        (void)fclose(f);
         return NULL;
     }
     sign_keys_t *k = calloc(1, sizeof *k);
@@ -154,7 +154,7 @@ sign_keys_t *sign_load(const char *path, char *err, size_t errlen)
         sign_free(k);
         k = NULL;
     }
-    fclose(f);
+    (void)fclose(f);
     return k;
 }
 

@@ -25,7 +25,7 @@ static int check_file(const char *key, const char *path, bool *encrypted, char *
         snprintf(err, errlen, KEY_PREFIX "%s '%s': %s", key, path,
                  f ? "not a regular file" : strerror(errno));
         if (f)
-            fclose(f);
+            (void)fclose(f);
         return -1;
     }
     if (encrypted) {
@@ -35,7 +35,7 @@ static int check_file(const char *key, const char *path, bool *encrypted, char *
             *encrypted = strstr(line, "ENCRYPTED") != NULL;
         explicit_bzero(line, sizeof line); /* a piece of a private key */
     }
-    fclose(f);
+    (void)fclose(f);
     return 0;
 }
 
