@@ -4,6 +4,7 @@
 # message_queue.max_body_bytes (1 MiB: only its first 4096 bytes are kept, tests/integration/
 # oversized_body.sh has more) and a dispatch of an execution that does not exist. A normal dead
 # letter afterwards still works.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

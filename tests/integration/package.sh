@@ -10,6 +10,7 @@
 # (ENTRYPOINT, WARREN_CONFIG) is in it. Purging removes the key.
 # Needs root (CI runs as root). One package test runs at a time on a machine (a lock), since
 # the package is installed system-wide.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 WARREN_TEST_TIMEOUT=${WARREN_TEST_TIMEOUT:-280} # building the package takes a while
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
@@ -89,6 +90,7 @@ assert_contains "$out" 'worker.handlers_dir                            = "/usr/l
 out=$(as_warren /usr/bin/warren migrate -c /etc/warren/warren.conf 2>&1) || fail "migrate: $out"
 out=$(as_warren /usr/bin/warren migrate -c /etc/warren/warren.conf --status 2>&1) || fail "migrate --status: $out"
 assert_contains "$out" "001_init.sql" "the installed schema"
+# shellcheck disable=SC2012 # schema files have plain names (NNN_name.sql)
 assert_contains "$out" "$(ls "$WARREN_SOURCE_DIR/schema" | tail -n 1)" "the installed schema is complete"
 assert_contains "$out" "0 pending" "every installed migration is applied"
 out=$(systemd-analyze verify /usr/lib/systemd/system/warren-executor.service \
