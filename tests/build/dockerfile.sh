@@ -37,7 +37,7 @@ assert_contains "$build_runs" "bash scripts/package --out /out" "the build stage
 grep -qx 'COPY --from=build /out/ /tmp/warren-deb/' "$TEST_TMP/steps" || fail "the runtime stage does not take the package from /out"
 assert_contains "${runs[$stage]}" "apt-get install -y --no-install-recommends /tmp/warren-deb/warren_*.deb" \
     "the runtime stage installs the package"
-grep -q 'scripts/package' "$src/tests/integration/package.sh" || fail "the package test no longer builds with scripts/package"
+grep -q 'scripts/package' "$src/tests/integration/deploy_package.sh" || fail "the package test no longer builds with scripts/package"
 
 # Every Debian package CMakeLists.txt requires is among the build packages.
 build_pkgs=$(sed -n '/^BUILD_PACKAGES=(/,/^)/p' "$src/scripts/deps" | grep -v '^ *#' | tr -s ' ()' '\n')
