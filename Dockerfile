@@ -5,8 +5,8 @@
 # `scripts/package` (cmake for the prefix /usr, build, cpack, which runs `cmake --install`); the
 # runtime stage installs that package, so the image holds exactly the package's files and
 # dependencies. No image can be built where the tests run: tests/build/dockerfile.sh checks these
-# steps against scripts/deps, scripts/package and the package, and tests/integration/package.sh
-# installs the same package and runs it.
+# steps against scripts/deps, scripts/package and the package, and
+# tests/integration/deploy_package.sh installs the same package and runs it.
 #
 # PID 1: no init, no tini. warren handles SIGTERM, SIGINT and SIGQUIT itself (the kernel delivers
 # to PID 1 only signals it handles), and the worker reaps every child process (waitpid(-1)), so

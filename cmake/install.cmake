@@ -72,7 +72,7 @@ set(WARREN_DOC_DIR ${CMAKE_INSTALL_FULL_DOCDIR})
 set(WARREN_CONF_FILE ${WARREN_CONF_DIR}/warren.conf)
 set(WARREN_ENV_FILE ${WARREN_CONF_DIR}/warren.env)
 # The signing key the package's postinst makes: conf/warren.conf's message_queue.signing_key_file
-# (absolute, the same for every prefix: tests/integration/package.sh compares the two).
+# (absolute, the same for every prefix: tests/integration/deploy_package.sh compares the two).
 set(WARREN_STATE_DIR /var/lib/warren)
 set(WARREN_SIGNING_KEY_FILE ${WARREN_STATE_DIR}/signing.key)
 file(GLOB WARREN_UNITS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/systemd/*.in)

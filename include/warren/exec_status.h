@@ -3,7 +3,7 @@
  * (executor/transitions.c) is built on it, the CLI's status words come from it, and SQL text
  * names a status only through EXEC_SQL(NAME), which does not compile for a status that is not
  * here. The executions_status_check constraint and the final statuses of executions_ended_check
- * (schema 001) must say the same: tests/integration/status_schema.sh compares them.
+ * (schema 001) must say the same: tests/integration/schema_statuses.sh compares them.
  */
 #ifndef WARREN_EXEC_STATUS_H
 #define WARREN_EXEC_STATUS_H

@@ -37,10 +37,11 @@ assert_contains "$build_runs" "bash scripts/package --out /out" "the build stage
 grep -qx 'COPY --from=build /out/ /tmp/warren-deb/' "$TEST_TMP/steps" || fail "the runtime stage does not take the package from /out"
 assert_contains "${runs[$stage]}" "apt-get install -y --no-install-recommends /tmp/warren-deb/warren_*.deb" \
     "the runtime stage installs the package"
-grep -q 'scripts/package' "$src/tests/integration/package.sh" || fail "the package test no longer builds with scripts/package"
+grep -q 'scripts/package' "$src/tests/integration/deploy_package.sh" || fail "the package test no longer builds with scripts/package"
 
 # Every Debian package CMakeLists.txt requires is among the build packages.
 build_pkgs=$(sed -n '/^BUILD_PACKAGES=(/,/^)/p' "$src/scripts/deps" | grep -v '^ *#' | tr -s ' ()' '\n')
+# shellcheck disable=SC2013 # package names are single words
 for pkg in $(sed -n 's/^warren_require([A-Z_]* [^ ]* \([a-z0-9.+-]*\))$/\1/p' "$src/CMakeLists.txt"); do
     grep -qx "$pkg" <<<"$build_pkgs" || fail "CMakeLists.txt requires $pkg, which scripts/deps --build does not install"
 done
@@ -49,7 +50,7 @@ grep -qx cmake <<<"$build_pkgs" || fail "scripts/deps --build lacks cmake"
 # The user: fixed uid, non-root, the one useradd creates and the one the manifests run as.
 user=$(sed -n 's/^USER //p' "$TEST_TMP/steps" | tail -n 1)
 uid=${user%%:*}
-[[ "$uid" =~ ^[0-9]+$ ]] && [ "$uid" -gt 0 ] || fail "USER $user is not a numeric non-root user"
+{ [[ "$uid" =~ ^[0-9]+$ ]] && [ "$uid" -gt 0 ]; } || fail "USER $user is not a numeric non-root user"
 assert_contains "${runs[$stage]}" "useradd --system --uid $uid" "the image creates the user it runs as"
 for f in "$src"/k8s/base/*.yaml; do
     while read -r run_as; do

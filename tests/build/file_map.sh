@@ -67,7 +67,7 @@ done <<<"$map"
 
 # The section a path belongs in: the longest section folder that is a prefix of it.
 section_of() {
-    local best= s
+    local best='' s
     for s in "${sections[@]}"; do
         [[ "$1" == "$s"* && ${#s} -gt ${#best} ]] && best=$s
     done
@@ -108,7 +108,7 @@ for f in "${files[@]}"; do
         continue
     }
     # Where: after the last row of that section that sorts before f, else before its first row.
-    after= before=
+    after='' before=''
     for r in "${rows[@]}"; do
         [ "${row_section[$r]}" = "$want" ] || continue
         if [[ "$r" < "$f" ]]; then after=$r; elif [ -z "$before" ]; then before=$r; fi

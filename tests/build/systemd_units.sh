@@ -12,8 +12,9 @@ command -v systemd-analyze >/dev/null || fail "systemd-analyze missing: apt-get 
 root=$TEST_TMP/root
 DESTDIR=$root cmake --install "$WARREN_BUILD_DIR" >"$TEST_TMP/install.log"
 units=$(find "$root" -path '*/lib/systemd/system/warren-*' -type f | sort)
-assert_eq "warren-executor.service warren-migrate.service warren-worker@.service" \
-    "$(echo $(basename -a $units))" "installed units"
+names=$(find "$root" -path '*/lib/systemd/system/warren-*' -type f -printf '%f\n' | sort | paste -sd ' ')
+assert_eq "warren-executor.service warren-migrate.service warren-worker@.service" "$names" \
+    "installed units"
 unitdir=$(dirname "$(head -n 1 <<<"$units")")
 # What the units refer to outside the install: the host's targets and /bin/kill.
 mkdir -p "$root/lib/systemd" "$root/bin"
@@ -40,6 +41,7 @@ bin=$(key warren-executor.service ExecStart | awk '{print $1}')
 for u in warren-executor.service warren-worker@.service; do
     assert_eq notify "$(key "$u" Type)" "$u Type"
     assert_eq mixed "$(key "$u" KillMode)" "$u KillMode"
+    # shellcheck disable=SC2016 # $MAINPID is systemd's, literal in the unit
     assert_eq '/bin/kill -HUP $MAINPID' "$(key "$u" ExecReload)" "$u reload (SIGHUP)"
     assert_eq "-${conf%.conf}.env" "$(key "$u" EnvironmentFile)" "$u secrets file"
     for h in NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes ProtectHome=yes CapabilityBoundingSet=; do
@@ -50,6 +52,7 @@ assert_eq "$bin worker -c $conf --name %i" "$(key warren-worker@.service ExecSta
 assert_eq "$bin migrate -c $conf" "$(key warren-migrate.service ExecStart)" "migrate command"
 
 stop=$(seconds_of "$(key warren-worker@.service TimeoutStopSec)")
+# shellcheck disable=SC2119 # no VAR=VALUE overrides: the values of conf/warren.conf
 bound=$(worker_drain_bound_s)
 [ "$stop" -ge "$bound" ] ||
     fail "warren-worker@ TimeoutStopSec=${stop}s is below the worker's drain bound ${bound}s (conf/warren.conf)"

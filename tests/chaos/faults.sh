@@ -85,24 +85,28 @@ start_worker w3 "$W3"
 P3=$BG_PID
 
 # in_flight WORKER: the executions scheduled or running on WORKER now, for the fault log.
+# shellcheck disable=SC2317 # called from the fault_ functions
 in_flight() {
     psql_q "select count(*) filter (where status = 'scheduled') || ' scheduled, '
                    || count(*) filter (where status = 'running') || ' running'
             from executions where worker = '$1'" 2>/dev/null || echo '(database down)'
 }
 
+# shellcheck disable=SC2317 # run through the faults array
 fault_rabbit() {
     log "fault: RabbitMQ restart"
     stack rabbit-stop >/dev/null 2>&1
     sleep "0.$((RANDOM % 10))"
     stack rabbit-start >/dev/null 2>&1 || fail "RabbitMQ did not come back"
 }
+# shellcheck disable=SC2317 # run through the faults array
 fault_pg() {
     log "fault: PostgreSQL immediate stop and start"
     stack pg-stop immediate >/dev/null 2>&1
     sleep "1.$((RANDOM % 10))"
     stack pg-start >/dev/null 2>&1 || fail "PostgreSQL did not come back"
 }
+# shellcheck disable=SC2317 # run through the faults array
 fault_worker_restart() {
     log "fault: SIGKILL worker 1 ($W1: $(in_flight "$W1")), restarted under the same name"
     kill -KILL "$P1"
@@ -111,10 +115,12 @@ fault_worker_restart() {
     P1=$BG_PID
     log "worker 1 consuming again $((SECONDS - killed)) s after the kill"
 }
+# shellcheck disable=SC2317 # run through the faults array
 fault_worker_dead() {
     log "fault: SIGKILL worker 2 ($W2: $(in_flight "$W2")), left dead"
     kill -KILL "$P2"
 }
+# shellcheck disable=SC2317 # run through the faults array
 fault_executor() {
     log "fault: SIGKILL executor 2, restarted"
     kill -KILL "$E2"
@@ -151,6 +157,7 @@ log "all terminal after $((SECONDS - t0)) s"
 SURVIVOR_ABANDONED="select e.id, e.worker, e.error from executions e
     join workers w on w.id = e.worker and w.incarnation = e.incarnation
     where e.status = 'abandoned' and e.worker <> '$W2' order by e.id"
+# shellcheck disable=SC2317 # called by try_until
 survivors_settled() {
     [ -z "$(psql_q "$SURVIVOR_ABANDONED")" ] && [ "$(queue_counts "$TOPO_RESULTS")" = "0 0 2" ]
 }

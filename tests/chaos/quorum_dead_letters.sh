@@ -5,6 +5,7 @@
 # after the restart every one of them is failed "Worker queue TTL expired" with its dead-letter
 # row. The scheduled timeout is 10 minutes here, so a dead letter the broker dropped would show
 # as a row left scheduled, named by the failure, not as a failure with another reason.
+# shellcheck disable=SC2154 # ghost is set by new_worker (printf -v)
 : "${WARREN_TEST_TIMEOUT:=200}"
 export WARREN_TEST_TIMEOUT
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -26,6 +27,7 @@ psql_q "insert into executions (action_ref, pinned_worker, params)
         select 'core.noop', '$ghost', jsonb_build_object('n', i) from generate_series(1, $N) i" >/dev/null
 chaos_executor ex
 EX=$BG_PID
+# shellcheck disable=SC2317 # called by wait_until
 confirmed() {
     [ "$(psql_q "select count(*) from executions
                  where status = 'scheduled' and dispatch_confirmed_at is not null")" = "$N" ]
@@ -50,6 +52,7 @@ stack rabbit-stop >/dev/null 2>&1
 log "RabbitMQ stopped; $(scheduled) dispatches not dead-lettered (recorded) yet"
 stack rabbit-start >/dev/null 2>&1 || fail "RabbitMQ did not come back"
 
+# shellcheck disable=SC2317 # called by try_until
 settled() {
     [ "$(psql_q "select count(*) from executions where status = 'failed'")" = "$N" ]
 }

@@ -5,6 +5,7 @@
 # and a report after it stays in the history only; a terminal execution is 409; a canceling
 # execution whose control message nobody received is settled as cancelled once its worker is
 # gone, or restarted (a new incarnation); `warren cancel` on the database URL records cli:<user>.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -3,6 +3,7 @@
 # core.sleep becomes canceling, the worker is told on its control queue, kills the handler's
 # process group (gone within 2 s) and reports cancelled; a running in-process handler (ABI
 # version 2, tests/handlers/test_wait.c) sees its cancel flag, returns, and ends cancelled too.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

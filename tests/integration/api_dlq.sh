@@ -5,6 +5,7 @@
 # concurrent redrives of one record make one attempt; purge refuses a wrong expected_count and
 # never touches open records; stats count; bad input on every endpoint is a 400; the CLI prints
 # the API's documents on both paths.
+# shellcheck disable=SC2154 # gone, w are set by new_worker or start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -29,7 +30,7 @@ assert_eq "1|$id|worker_unavailable|expired|pending|null" \
 dl=$(jq -r '.items[0].id' <<<"$CALL_BODY")
 expect 200 GET "/api/v1/dead-letters?reason=worker_unavailable&resolution=pending&action=core.echo&limit=1000"
 assert_contains "$(jq -c '[.items[].id]' <<<"$CALL_BODY")" "$dl" "list by reason, resolution, action"
-expect 200 GET "/api/v1/dead-letters?q=$(tr a-z A-Z <<<"$gone")&limit=1000"
+expect 200 GET "/api/v1/dead-letters?q=$(tr '[:lower:]' '[:upper:]' <<<"$gone")&limit=1000"
 assert_contains "$(jq -c '[.items[].id]' <<<"$CALL_BODY")" "$dl" "text search in the body, any case"
 expect 200 GET "/api/v1/dead-letters?execution_id=$id&reason=poison_message"
 assert_eq '{"items":[],"next_cursor":null}' "$CALL_BODY" "a filter matching nothing"

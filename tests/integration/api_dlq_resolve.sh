@@ -3,6 +3,7 @@
 # POST /api/v1/dead-letters/resolve and `warren dlq resolve --filter` (over the API and on the
 # database URL) close in one step, only when expected_count matches, with who did it and when;
 # closed records and records outside the filter are left alone; bad input is a 400.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

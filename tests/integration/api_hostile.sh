@@ -14,7 +14,7 @@ require_stack
 RAW="$WARREN_SOURCE_DIR/tests/lib/http_raw.py"
 RSS_BOUND_KB=$((64 * 1024))
 # Under AddressSanitizer shadow memory and redzones add to every process (tests/integration/
-# oversized_body.sh); a body held whole would still add its 16 MiB per connection on top.
+# mq_oversized_body.sh); a body held whole would still add its 16 MiB per connection on top.
 [ -z "${ASAN_OPTIONS:-}" ] || RSS_BOUND_KB=$((96 * 1024))
 MIB=$((1024 * 1024))
 

@@ -57,6 +57,7 @@ in_list=$(IFS=,; echo "${ids[*]}")
 wait_until 15 "[ \"\$(psql_q \"select count(*) from dead_letters where execution_id in ($in_list)\")\" = 3 ]"
 assert_eq 3 "$(psql_q "select count(*) from dead_letters where execution_id in ($in_list) and emitted_at is null")" \
     "records in PostgreSQL at once, not yet emitted"
+# shellcheck disable=SC2317 # called in wait_until's condition
 failed() { curl -sS "$API/metrics" | awk '/^warren_dead_letter_events_total\{result="failed"\}/ {print $2}'; }
 wait_until 15 "[ \"\$(failed)\" -ge 3 ]"
 wait_log ex '"msg":"dead-letter events not published; the records stay unemitted"' 5

@@ -4,6 +4,7 @@
 # /readyz reports the blocked publisher, the worker is never judged gone for the heartbeats the
 # alarm held back and its heartbeats are recorded again once it clears, and every execution
 # submitted before and during the alarm completes after it.
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -15,6 +16,7 @@ export WARREN__LOG__LEVEL=info
 export WARREN__EXECUTOR__HEARTBEAT_STALE_FACTOR=40
 export WARREN__MESSAGE_QUEUE__RABBITMQ__PUBLISH_TIMEOUT_MS=3000
 on_exit 'rmq set_vm_memory_high_watermark 0.4 >/dev/null 2>&1 || true'
+# shellcheck disable=SC2317 # called in wait_until's condition
 mem_alarm() { mgmt_get "nodes/$WARREN_RABBIT_NODE" | jq -r .mem_alarm; }
 
 exec_start ex
@@ -30,6 +32,7 @@ on_exit "kill $LIVEZ 2>/dev/null || true"
 
 log "memory alarm: publishers blocked for 20 s"
 rmq set_vm_memory_high_watermark absolute 1MB >/dev/null
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 15 '[ "$(mem_alarm)" = true ]'
 alarm_at=$(psql_q "select now()")
 during=$(for _ in 1 2 3 4 5 6 7 8 9 10; do new_execution core.noop "$w"; done | paste -sd,)
@@ -42,6 +45,7 @@ log "/readyz: $(jq -c '{status, publisher: .checks.publisher}' <<<"$readyz")"
 sleep 15
 assert_eq online "$(psql_q "select status from workers where id = '$w'")" "worker during the alarm"
 rmq set_vm_memory_high_watermark 0.4 >/dev/null
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 15 '[ "$(mem_alarm)" = false ]'
 log "alarm cleared"
 

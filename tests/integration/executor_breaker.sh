@@ -2,6 +2,7 @@
 # RabbitMQ goes away while executions are requested: the publish breaker opens, the executions
 # wait as requested (never failed), and once the broker is back and the breaker closes they are
 # dispatched.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -4,6 +4,7 @@
 # rule counts from when the executor hears again (executor_state.heard_since). And once the broker
 # is back the executor works again within seconds, though its breakers opened during the outage
 # (open_timeout_s 30): a successful reconnect half-opens them at once.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -46,7 +47,7 @@ heard=$(($(date +%s) - back))
 wait_until 40 "[ \"\$(exec_field $waiting status)\" = scheduled ]"
 dispatched=$(($(date +%s) - back))
 log "heartbeats heard again after ${heard}s, the waiting execution dispatched after ${dispatched}s"
-[ "$heard" -le 10 ] && [ "$dispatched" -le 10 ] ||
+{ [ "$heard" -le 10 ] && [ "$dispatched" -le 10 ]; } ||
     fail "the executor resumed ${heard}s / ${dispatched}s after the broker came back (breaker open_timeout_s is 30)"
 sleep 3 # the monitor runs every second
 assert_eq running "$(exec_field "$id" status)" "not abandoned once the heartbeats are heard again"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Two executors schedule at once: 200 requested executions, one fake worker; each execution is
 # dispatched exactly once (200 messages in the worker queue, one per execution, all attempt 1).
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -4,6 +4,7 @@
 # submissions at once pinned to one live worker all complete exactly once and every dispatch is
 # confirmed; then 40 one at a time; the executor counted results read during confirm waits
 # (confirm_wait_results).
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

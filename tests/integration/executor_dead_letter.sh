@@ -2,6 +2,7 @@
 # A dispatch pinned to a worker that never consumes expires from its queue (1 s TTL), reaches the
 # dead-letter queue, and the executor fails the execution ("Worker queue TTL expired", x-death in
 # the result) and records one dead_letters row: the full path, with real broker expiry.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

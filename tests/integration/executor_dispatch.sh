@@ -2,6 +2,7 @@
 # The scheduler dispatches a requested execution to a live worker offering its action: the row
 # becomes scheduled (worker, attempt 1) and the dispatch waits in worker.W.executions with the
 # agreed properties and payload. Executions nobody can take wait with a visible reason.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -3,6 +3,7 @@
 # to the parking queue (the DLQ dead-letters into it through the default exchange), and the
 # executor records them from there like any dead letter, decided by the dead-lettering that
 # brought them to the DLQ, with a note and a log line saying how long they waited.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

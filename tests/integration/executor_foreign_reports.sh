@@ -3,6 +3,7 @@
 # does not exist (execution_missing), a report of an attempt never dispatched (not_dispatched),
 # and a heartbeat of a process older than the registered one (superseded_incarnation), which
 # also leaves the worker's row alone. None changes an execution; the results queue drains.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

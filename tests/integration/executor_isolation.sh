@@ -9,6 +9,7 @@
 # The API's read pool is one connection here (api.pool_size): on this 2-core machine two
 # PostgreSQL backends busy with reads would take every core from the work, and that the pool's
 # size bounds what operator reads can take from the database is the point of the lane.
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 export WARREN_TEST_TIMEOUT=290
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"

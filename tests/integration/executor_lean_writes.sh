@@ -5,6 +5,7 @@
 # report came late (dispatch_confirmed_at) or a running report that went out (reported_at).
 # The whole story is still told by execution_history and execution_attempt_history, and by
 # GET /api/v1/executions/{id}; a failure writes down the implied steps before its own.
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -2,6 +2,7 @@
 # The timeout monitor: a dispatch no worker starts within executor.scheduled_timeout_s fails; a
 # running execution whose worker stops heart-beating (or says it goes offline) is abandoned.
 # Each leaves a dead_letters row with the execution row as body and snapshot.
+# shellcheck disable=SC2154 # slow, dies, bye are set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -2,6 +2,7 @@
 # A delivery the executor cannot hold (out of memory, injected with WARREN_FAULT=hold_oom_once:
 # each consumer's first delivery) goes back to its queue at once (nack, requeue) and is handled
 # when it comes again, rather than being acked unstored by the next batch's ack multiple.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

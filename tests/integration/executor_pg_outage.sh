@@ -37,10 +37,10 @@ outage_lines=$(($(wc -l <"$(bg_log ex)") - lines_before))
 retries=$(tail -n +"$lines_before" "$(bg_log ex)" | grep -c 'batch kept unacked' || true)
 log "outage: $outage_lines log lines, $retries batch retries"
 [ "$outage_lines" -lt 60 ] || fail "$outage_lines log lines during the outage: a hot loop?"
-[ "$retries" -ge 1 ] && [ "$retries" -le 12 ] || fail "$retries retries: expected a backoff"
+{ [ "$retries" -ge 1 ] && [ "$retries" -le 12 ]; } || fail "$retries retries: expected a backoff"
 # The first retry is jittered like every backoff: into [d/2, d) of dlq_retry_delay_ms.
 first=$(tail -n +"$lines_before" "$(bg_log ex)" | grep 'batch kept unacked' | head -n 1 | jq -r .retry_in_ms)
-[ "$first" -ge 150 ] && [ "$first" -lt 300 ] || fail "first retry after $first ms: expected [150, 300)"
+{ [ "$first" -ge 150 ] && [ "$first" -lt 300 ]; } || fail "first retry after $first ms: expected [150, 300)"
 
 stack pg-start
 wait_until 30 "[ \"\$(psql_q \"select count(*) from executions where id in ($id_list) and status = 'failed'

@@ -2,6 +2,7 @@
 # A database that stops answering without closing its connections (SIGSTOP on PostgreSQL, as in
 # a failover or a partition) never holds the executor's loop: its AMQP connections stay up (no
 # missed heartbeats), it logs the timeout, and it finishes the work soon after the database is back.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -38,15 +39,18 @@ missed_before=$(grep -c 'missed heartbeats' "$rabbit_log" || true)
 pg_pids() {
     local pm
     pm=$(head -n 1 "$WARREN_STACK_DIR/pg/data/postmaster.pid")
+    # shellcheck disable=SC2046 # one PID a word
     echo "$pm" $(pgrep -P "$pm" || true)
 }
 pids=$(pg_pids)
 on_exit "kill -CONT $pids 2>/dev/null || true"
 log "SIGSTOP postgres: $pids"
+# shellcheck disable=SC2086 # a list of PIDs, split on purpose
 kill -STOP $pids
 # Work keeps arriving: completions the executor cannot store yet.
 for id in "${ids[@]}"; do report "$w" "$id" 1 completed '{"after": "stall"}'; done
 sleep 20
+# shellcheck disable=SC2086 # a list of PIDs, split on purpose
 kill -CONT $pids
 log "SIGCONT postgres"
 resumed=$(date +%s)

@@ -2,8 +2,9 @@
 # Whatever lands in the dead-letter queue is stored and acked, never dropped and never a crash:
 # non-JSON, truncated JSON, no execution_id, unknown type, invalid UTF-8, a body over
 # message_queue.max_body_bytes (1 MiB: only its first 4096 bytes are kept, tests/integration/
-# oversized_body.sh has more) and a dispatch of an execution that does not exist. A normal dead
+# mq_oversized_body.sh has more) and a dispatch of an execution that does not exist. A normal dead
 # letter afterwards still works.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

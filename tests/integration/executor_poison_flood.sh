@@ -4,6 +4,7 @@
 # a real completion sent behind them is applied within a second; a bulk resolve closes the
 # records, and the next junk message opens a new one: the 20,000-message burst of issue 19
 # (FLOOD_HALF=1500 makes it a quick 3,000).
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

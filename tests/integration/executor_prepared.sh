@@ -4,6 +4,7 @@
 # (PostgreSQL refuses it: "cached plan must not change result type") costs one failed tick: the
 # executor forgets what it prepared, prepares again and goes on. With the key false every
 # statement runs unnamed, as before.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

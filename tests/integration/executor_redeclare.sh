@@ -2,6 +2,7 @@
 # Queues the executor consumes are declared again when it resubscribes, as a worker does: a
 # results queue and a dead-letter queue deleted under it come back (with their bindings) and are
 # consumed again, instead of a 404 retried forever.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -16,6 +17,7 @@ heartbeat_seen "$w" "$action"
 id=$(new_execution "$action")
 wait_until 10 "[ \"\$(exec_field $id status)\" = scheduled ]"
 
+# shellcheck disable=SC2317 # called in wait_until's condition
 consumers() { rmq list_queues name consumers | awk -v q="$1" '$1 == q {print $2}'; }
 mgmt_delete "queues/%2F/$(urlencode "$TOPO_RESULTS")" >/dev/null
 mgmt_delete "queues/%2F/$(urlencode "$TOPO_DLQ")" >/dev/null

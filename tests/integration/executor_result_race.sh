@@ -3,6 +3,7 @@
 # the running report, the other the completion that followed it at once) is applied, not dropped
 # as stale: PostgreSQL rechecks the guard on the new row version (running -> failed is legal).
 # Found by tests/chaos/faults.sh: such rows stayed running until the monitor abandoned them.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Worker results move executions forward (running, then completed with result and times), and
 # only forward: a completion of an older attempt, or a 'running' after the end, changes nothing.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -6,6 +6,7 @@
 # worker and an unsigned result changes nothing, both recorded;
 # and with two keys at once (a rotation) a worker signing with the new key and an executor
 # signing with the old one still understand each other.
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

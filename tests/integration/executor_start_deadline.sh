@@ -2,6 +2,7 @@
 # Every dispatch carries a start deadline (scheduled_at + executor.scheduled_timeout_s); a worker
 # that held a dispatch past it rejects it instead of starting it, and the dead-letter handler
 # fails the execution saying so.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

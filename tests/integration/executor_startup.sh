@@ -19,6 +19,7 @@ on_exit "psql -X -q '$WARREN__DATABASE__URL' -c 'drop database if exists $db wit
 fresh_url="${WARREN__DATABASE__URL%/*}/$db"
 WARREN__DATABASE__URL=$fresh_url run_warren pending executor
 assert_eq 1 "$RUN_RC" "exit status with pending migrations"
+# shellcheck disable=SC2016 # backquotes quote a command in the text
 assert_contains "$RUN_ERR" 'database migrations pending: run `warren migrate` first' "the way out"
 
 WARREN__DATABASE__URL=$fresh_url run_warren migrate migrate

@@ -3,6 +3,7 @@
 # failed without having run: their rows stay scheduled with no confirmed dispatch, the monitor of
 # a second executor returns them to requested after executor.unconfirmed_timeout_ms, and they go
 # out again (attempt 2) and complete on a real worker. Confirmed dispatches are recorded.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

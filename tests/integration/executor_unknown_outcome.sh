@@ -3,6 +3,7 @@
 # confirm that never comes) may be in the worker's queue: it stays scheduled on its attempt
 # instead of going out again, so it is delivered once. A result of an older attempt (a copy
 # that ran after all) changes nothing but leaves a dead letter: stale_attempt_result.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

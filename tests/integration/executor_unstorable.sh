@@ -3,6 +3,7 @@
 # jsonb's range, a body cut inside a UTF-8 character, a status that makes no sense fail the
 # attempt with the reason, and the dead letter (unprocessable_result) names the execution. A
 # transient database error (a lock timeout, SQLSTATE class 55) is retried, not stored as poison.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -5,6 +5,7 @@
 # one slot offers, all complete, one after another (the claim takes one, each applied result
 # claims the next); after PostgreSQL restarts the listener is back and so is the wake. With
 # executor.listen_notify off, the same submission waits for the poll.
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -7,6 +7,7 @@
 # forges into the dead-letter exchange. A's execution is unaffected and completes normally on
 # the real worker A, which runs with only its own user's permissions; a dispatch that really
 # expires is still failed by the dead-letter handler.
+# shellcheck disable=SC2154 # a, b, gone are set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

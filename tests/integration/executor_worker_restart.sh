@@ -5,6 +5,7 @@
 # reported without an incarnation; what the new process runs is left alone. And a backstop: a
 # running execution past its timeout plus executor.running_grace_s with no result is abandoned
 # (running_timeout); its late completion is still accepted.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -4,6 +4,7 @@
 # is recorded verified; a dispatch with a made-up x-death published straight into the dead-letter
 # queue, or into the dead-letter exchange naming a queue that is no worker's, is recorded
 # unverified (its queue still the one it claims); `warren dlq list` and the API's record show it.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

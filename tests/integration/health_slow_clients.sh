@@ -4,6 +4,7 @@
 # http_listen, for 60 s, while /livez is asked on a new connection every 200 ms on each: every
 # probe is answered 200 within 100 ms. A new connection at the limit takes the slot of the one
 # that has waited longest for its head (docs/api.md, "Limits").
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -14,7 +14,7 @@ pg_dir=$(readlink -f "$WARREN_STACK_DIR/pg")
 # always adds the IPv6 loopback [::1] next to 127.0.0.1; that is as local as 127.0.0.1 is.
 stack_pids() {
     head -n 1 "$pg_dir/data/postmaster.pid"
-    echo "$(cat "$WARREN_STACK_DIR/rabbit/rabbit.pid")" # no newline of its own
+    printf '%s\n' "$(cat "$WARREN_STACK_DIR/rabbit/rabbit.pid")" # no newline of its own
     ss -H -ltnup | awk -v lo="$base" -v hi="$((base + 6))" '{
         n = split($5, a, ":"); port = a[n]
         if (port >= lo && port <= hi) { while (match($0, /pid=[0-9]+/)) {
@@ -62,7 +62,9 @@ cli_pid() {
         [ "$(cat "/proc/$p/comm" 2>/dev/null)" = beam.smp ] && ss -H -ltnp | grep -q "pid=$p," && echo "$p"
     done
 }
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 30 '[ -n "$(cli_pid)" ]'
+# shellcheck disable=SC2046 # one PID a word
 check_listeners $(cli_pid)
 bg_stop "$BG_PID" 20 || true
 

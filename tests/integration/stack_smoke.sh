@@ -18,6 +18,7 @@ assert_eq "0" "$(queue_messages "$queue")" "fresh queue is empty"
 
 body="smoke-$RANDOM-$$"
 amqp-publish --url "$WARREN__MESSAGE_QUEUE__RABBITMQ__URL" -r "$queue" -p -b "$body"
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 10 '[ "$(queue_messages "'"$queue"'")" = 1 ]'
 assert_eq "$body" "$(amqp-get --url "$WARREN__MESSAGE_QUEUE__RABBITMQ__URL" -q "$queue")" "message read back"
 assert_eq "0" "$(queue_messages "$queue")" "queue drained by amqp-get"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `warren topology declare` creates exactly the configured topology: exchange types, queue arguments,
 # binding keys (classic, quorum, and dead-lettering disabled), idempotently; the CLI's usage errors.
+# shellcheck disable=SC2154 # w, w_nodlx, w_q are set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 require_stack

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `warren topology verify` names each drift (queue, argument, both values; exchange type; bindings;
 # missing objects) and exits 1; `declare` against a drifted queue fails readably, without a crash.
+# shellcheck disable=SC2154 # w, gone are set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 require_stack
@@ -31,7 +32,7 @@ run_warren redeclare topology declare --worker "$w"
 assert_eq 1 "$RUN_RC" "declare over a drifted queue ($RUN_ERR)"
 assert_contains "$RUN_ERR" "queue '$wq' exists with x-message-ttl=60000 but configuration wants 300000"
 assert_contains "$RUN_ERR" "see \`warren topology verify\`"
-assert_eq 60000 "$(queue_json "$wq" | jq .arguments[\"x-message-ttl\"])" "the queue is left as it was"
+assert_eq 60000 "$(queue_json "$wq" | jq '.arguments["x-message-ttl"]')" "the queue is left as it was"
 
 # A stray '#' binding would route every dispatch to this worker: drift.
 mgmt_post "bindings/%2F/e/$TOPO_EXCHANGE/q/$wq" '{"routing_key":"#"}' >/dev/null

@@ -2,6 +2,7 @@
 # A starting worker declares its queue with the configured TTL and dead-letter exchange, consumes
 # it with prefetch = max_concurrency, and announces itself, then heartbeats, with its capabilities
 # and its incarnation, which a restart under the same name replaces.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -22,6 +23,7 @@ assert_eq "execution.dispatch.worker.$w" "$(binding_keys "$TOPO_EXCHANGE" "$wq")
 assert_eq fanout "$(exchange_json "$TOPO_DLX" | jq -r .type)" "the DLX the queue names exists"
 
 consumer() { mgmt_get consumers | jq -c --arg q "$wq" '[.[] | select(.queue.name == $q)]'; }
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 15 '[ "$(consumer | jq length)" = 1 ]'
 assert_eq 3 "$(consumer | jq '.[0].prefetch_count')" "prefetch = max_concurrency"
 assert_eq false "$(consumer | jq '.[0].ack_required | not')" "manual acks"
@@ -48,6 +50,7 @@ inc=$(jq -r .incarnation <<<"$p")
 wait_log worker '"msg":"worker starting".*"incarnation":"'"$inc"'"' 1
 
 # ... and then every heartbeat_interval_s, all with the same incarnation.
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 10 '[ "$(msgs "$TOPO_HEARTBEATS" "$(is_heartbeat "$w")" | jq length)" -ge 3 ] || { collect "$TOPO_HEARTBEATS"; false; }'
 assert_eq "[\"$inc\"]" "$(msgs "$TOPO_HEARTBEATS" "$(is_heartbeat "$w")" | jq -c '[.[].body.payload.incarnation] | unique')" \
     "one incarnation per process"

@@ -8,6 +8,7 @@
 # consistent completion; after a restart the queue is declared again, and after it is deleted
 # under the worker too. A repeated dispatch of finished work (cancelled, or held as a repeat and
 # cancelled) is answered with the completion it ended with.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -26,6 +27,7 @@ cq="worker.$w.control"
 start_control_worker() {
     start_worker "$1" "$w"
     wait_log "$1" '"msg":"consuming control messages"' 20
+    # shellcheck disable=SC2016 # the text is evaluated later, by wait_until
     wait_until 20 '[ "$(queue_counts "'"$cq"'")" = "0 0 1" ]'
 }
 
@@ -37,6 +39,7 @@ cancel() {
 completion_of() { wait_msg "$TOPO_RESULTS" "$(is_completion "$1")" "${2:-20}" | jq -c .body.payload; }
 
 # control_settled: every control message was acked (or dead-lettered).
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 control_settled() { wait_until 20 '[ "$(queue_counts "'"$cq"'")" = "0 0 1" ]'; }
 
 start_control_worker worker
@@ -55,7 +58,7 @@ publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.sleep "{\"seconds\": $sec
 wait_msg "$TOPO_RESULTS" "$(is_status "$id")" >/dev/null
 wait_until 5 pgrep -f "sleep $secs"
 pgid=$(ps -o pgid= -p "$(pgrep -f "sleep $secs" | head -n 1)" | tr -d ' ')
-[ -n "$pgid" ] && pgroup_alive "$pgid" || fail "no process group for the handler"
+{ [ -n "$pgid" ] && pgroup_alive "$pgid"; } || fail "no process group for the handler"
 cancel "$id"
 t0=$(date +%s%N)
 wait_until 2 "! pgroup_alive $pgid"
@@ -86,12 +89,14 @@ busy=$((id + 2)) held=$((id + 3)) busy_secs="42.$RANDOM"
 publish_dispatch "$w" "$(dispatch_body "$busy" "$w" core.sleep "{\"seconds\": $busy_secs}")"
 wait_msg "$TOPO_RESULTS" "$(is_status "$busy")" >/dev/null
 publish_dispatch "$w" "$(dispatch_body "$held" "$w" core.echo '{"never": "run"}')"
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 20 '[ "$(queue_counts "'"$wq"'")" = "0 1 1" ]'
 cancel "$held"
 held_p=$(completion_of "$held")
 assert_eq "cancelled -1 0 null null 0 Cancelled by request" \
     "$(jq -r '"\(.status) \(.exit_code) \(.signal) \(.result) \(.started_at) \(.duration_ms) \(.error)"' <<<"$held_p")" \
     "held cancelled: $held_p"
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 20 '[ "$(queue_counts "'"$wq"'")" = "0 0 1" ]'
 collect "$TOPO_RESULTS"
 assert_eq 0 "$(msgs "$TOPO_RESULTS" "$(is_status "$held")" | jq length)" "no running status for the held one"
@@ -119,6 +124,7 @@ wait_settled "$wq"
 # 6. A control message that is no cancel for this worker is dead-lettered, and the next works.
 assert_eq true "$(publish_cancel "$w" "$(cancel_body 5 "other-worker")")" "stray routed"
 assert_eq true "$(publish_cancel "$w" 'not json')" "junk routed"
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 20 '[ "$(queue_messages "'"$TOPO_DLQ"'")" = 2 ]'
 control_settled
 wait_log worker '"msg":"control message rejected; dead-lettered".*reached worker' 5
@@ -155,6 +161,7 @@ stop_worker worker "$BG_PID"
 assert_contains "$WORKER_STATS" '"control_resubscribes":"0"'
 assert_contains "$WORKER_STATS" "\"cancelled\":\"$cancelled\""
 assert_contains "$WORKER_STATS" '"control_rejected":"2"'
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 10 '[ "$(mgmt_status "queues/%2F/'"$cq"'")" = 404 ]'
 assert_eq false "$(publish_cancel "$w" "$(cancel_body "$id" "$w")")" "cancel for a worker that is gone"
 start_control_worker worker2
@@ -172,8 +179,10 @@ control_conn() {
 wait_until 10 control_conn
 mgmt_delete "connections/$(urlencode "$(control_conn)")" >/dev/null
 wait_log worker2 "\"msg\":\"consumer lost; subscribing again\".*\"queue\":\"$cq\"" 10
+# shellcheck disable=SC2016 # the text is evaluated later, by try_until
 try_until 20 '[ "$(grep -c "\"msg\":\"consuming control messages\"" "'"$(bg_log worker2)"'")" -ge 2 ]' ||
     fail "the control queue was not consumed again"
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 20 '[ "$(queue_counts "'"$cq"'")" = "0 0 1" ]'
 last=$((id + 21))
 publish_dispatch "$w" "$(dispatch_body "$last" "$w" test.wait '{"seconds": 30}')"

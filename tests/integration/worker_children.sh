@@ -3,6 +3,7 @@
 # SIGKILL takes its running handler's process and group with it within two seconds, and a
 # worker running as PID 1 (a container's init, here a PID namespace) reaps the orphans its
 # handlers leave behind.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -11,6 +12,7 @@ worker_env
 command -v unshare >/dev/null || fail "unshare (util-linux) is needed"
 
 # gone PID...: none of them exists any more (a zombie awaiting its reaper counts as gone).
+# shellcheck disable=SC2317 # called by wait_until
 gone() {
     local p
     for p in "$@"; do
@@ -55,8 +57,10 @@ wait_log pid1 '"msg":"consuming dispatches"' 20
 wpid=$(pgrep -P "$BG_PID" -f "worker --name $p")
 publish_dispatch "$p" "$(dispatch_body "$((id + 1))" "$p" t.orphans '{}')"
 wait_msg "$TOPO_RESULTS" "$(is_completion "$((id + 1))")" >/dev/null
+# shellcheck disable=SC2317,SC2009 # called in wait_until's condition; counts children by state
 zombies() { ps -o stat= --ppid "$wpid" | grep -c '^Z' || true; }
 sleep 1
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 5 '[ "$(zombies)" = 0 ]'
 kill -TERM "$wpid"
 wait_until 15 '! kill -0 '"$wpid"' 2>/dev/null'

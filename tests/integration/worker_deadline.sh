@@ -2,6 +2,7 @@
 # A dispatch is never started past its start deadline: one that arrives late, and one held
 # while the worker is busy until its deadline passes, are dead-lettered (x-death reason
 # rejected) without running or reporting; one whose deadline is ahead runs as usual.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -22,6 +23,7 @@ with_deadline() {
 
 # Too late on arrival.
 publish_dispatch "$w" "$(with_deadline "$(dispatch_body "$id" "$w" core.echo '{}')" -5)"
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 10 '[ "$(queue_messages "'"$TOPO_DLQ"'")" = 1 ]'
 wait_log worker '"msg":"start deadline passed before the dispatch could start; dead-lettered".*"execution_id":"'"$id"'"' 5
 
@@ -32,6 +34,7 @@ wait_msg "$TOPO_RESULTS" "$(is_status "$((id + 1))")" >/dev/null
 publish_dispatch "$w" "$(with_deadline "$(dispatch_body "$((id + 2))" "$w" core.echo '{}')" 1)"
 publish_dispatch "$w" "$(with_deadline "$(dispatch_body "$((id + 3))" "$w" core.echo '{"ok": 1}')" 600)"
 wait_msg "$TOPO_RESULTS" "$(is_completion "$((id + 3))")" 15 >/dev/null
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 10 '[ "$(queue_messages "'"$TOPO_DLQ"'")" = 2 ]'
 
 collect "$TOPO_DLQ"

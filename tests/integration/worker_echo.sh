@@ -3,6 +3,7 @@
 # and the dispatch's attempt, with the documented properties; the dispatch is acked. The same
 # dispatch sent again is answered with the same completion (marked "repeat") without running
 # twice; core.noop (in-process) completes with {}.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"

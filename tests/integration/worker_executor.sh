@@ -3,6 +3,7 @@
 # worker, run, and their rows end completed (result = the params), failed (exit code and stderr
 # tail in the outcome) and timeout, each having passed through running; the worker's row follows its
 # heartbeats, "offline" once drained after SIGTERM.
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -27,6 +28,7 @@ by_action=$(new_execution core.sleep "$w" '{"seconds": 30}')
 own=$(psql_q "insert into executions (action_ref, pinned_worker, params, timeout_s)
               values ('core.sleep', '$w', '{\"seconds\": 2}', 10) returning id")
 
+# shellcheck disable=SC2317 # called by wait_until
 settled() { [ "$(exec_field "$1" status)" = "$2" ]; }
 wait_until 20 settled "$echo_id" completed
 wait_until 20 settled "$fail_id" failed

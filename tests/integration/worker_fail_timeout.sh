@@ -2,6 +2,7 @@
 # Failures and timeouts are reported like successes: core.fail gives status failed with its exit
 # code and stderr tail; core.sleep past its timeout gives status timeout and its process group is
 # gone; an unknown action fails without a process.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"

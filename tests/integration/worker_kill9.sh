@@ -3,6 +3,7 @@
 # goes back to its queue and expires (a requeued message keeps its original expiry), and a
 # dispatch sent after its death expires after the queue's TTL; both land in the DLQ with x-death
 # reason expired, for the executor to record.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -22,13 +23,16 @@ id=$(exec_id)
 publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.sleep '{"seconds": 2}')"
 wait_msg "$TOPO_RESULTS" "$(is_status "$id")" >/dev/null
 publish_dispatch "$w" "$(dispatch_body "$((id + 1))" "$w" core.noop '{}')"
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 10 '[ "$(queue_unacked "'"$wq"'")" = 1 ]'
 
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 10 '[ "$(rmq list_queues -s name consumers | awk -v q="'"$wq"'" "\$1 == q { print \$2 }")" = 0 ]'
 publish_dispatch "$w" "$(dispatch_body "$((id + 2))" "$w" core.noop '{}')"
 
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 15 '[ "$(queue_messages "'"$TOPO_DLQ"'")" = 2 ]'
 assert_eq 0 "$(queue_messages "$wq")" "worker queue empty"
 collect "$TOPO_DLQ"

@@ -4,6 +4,7 @@
 # returned unroutable and retried; the consumer's connection is then closed, the broker requeues
 # the unacked dispatch and redelivers it when the worker consumes again (after redeclaring the
 # topology, which brings the results queue back). The handler runs once; the redelivery is acked.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -40,6 +41,7 @@ wait_until 10 consumer_conn
 conn=$(consumer_conn)
 mgmt_delete "connections/$(urlencode "$conn")" >/dev/null
 wait_log worker '"msg":"consumer lost; subscribing again"' 10
+# shellcheck disable=SC2016 # the text is evaluated later, by try_until
 try_until 15 '[ "$(grep -c "\"msg\":\"consuming dispatches\"" "'"$(bg_log worker)"'")" -ge 2 ]' ||
     fail "the worker did not consume again"
 wait_log worker '"msg":"dispatch of an execution already (here|running here)' 20 && touch "$release"

@@ -2,6 +2,7 @@
 # Dispatches the worker cannot take are nacked without requeue, so the broker dead-letters them
 # into the DLQ (x-death reason rejected) where the executor records them: a body that is not
 # JSON, an envelope of another type, a payload missing a field, a dispatch for another worker.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -18,6 +19,7 @@ publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.echo '{}' | jq -c '.messa
 publish_dispatch "$w" "$(dispatch_body "$id" "$w" core.echo '{}' | jq -c 'del(.payload.action_ref)')"
 publish_dispatch "$w" "$(dispatch_body "$id" other-worker core.echo '{}')"
 
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 15 '[ "$(queue_messages "'"$TOPO_DLQ"'")" = 4 ]'
 collect "$TOPO_DLQ"
 dead=$(msgs "$TOPO_DLQ" true)

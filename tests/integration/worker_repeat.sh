@@ -3,6 +3,7 @@
 # sent, not run again: the database loses the commits of a finished execution (it is requested
 # again with the attempt it had), the executor dispatches that attempt again, and the row still
 # ends completed, from the first run's completion (marked "repeat"), with the handler run once.
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -15,6 +16,7 @@ start_live_worker w repeat
 
 id=$(psql_q "insert into executions (action_ref, pinned_worker, params)
              values ('core.echo', '$w', '{\"n\": 1}') returning id")
+# shellcheck disable=SC2317 # called by wait_until
 settled() { [ "$(exec_field "$id" status)" = "$1" ]; }
 wait_until 20 settled completed
 first=$(exec_field "$id" "attempt || '|' || worker || '|' || result::text")

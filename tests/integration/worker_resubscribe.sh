@@ -5,6 +5,7 @@
 # publishes the completion it held; each time a dispatch sent afterwards is processed. Its
 # control queue (cancel requests) is declared and consumed again after the restart too. Restarts
 # the stack's RabbitMQ node: must not run in parallel with other tests.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -20,6 +21,7 @@ id=$(exec_id)
 
 # consumed_again N: the worker has started consuming N times.
 consumed_again() {
+    # shellcheck disable=SC2016 # the text is evaluated later, by try_until
     try_until 30 '[ "$(grep -c "\"msg\":\"consuming dispatches\"" "'"$(bg_log worker)"'")" -ge '"$1"' ]' ||
         fail "the worker did not consume again ($1)"
 }
@@ -45,8 +47,10 @@ restarted=$(date -u +%Y-%m-%dT%H:%M:%S)
 consumed_again 3
 kill -0 "$pid" || fail "the worker died with the broker"
 cq="worker.$w.control"
+# shellcheck disable=SC2016 # the text is evaluated later, by try_until
 try_until 30 '[ "$(grep -c "\"msg\":\"consuming control messages\"" "'"$(bg_log worker)"'")" -ge 2 ]' ||
     fail "the worker did not consume its control queue again"
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 20 '[ "$(queue_counts "'"$cq"'")" = "0 0 1" ]'
 assert_eq "execution.cancel.worker.$w" "$(binding_keys "$TOPO_EXCHANGE" "$cq")" "control binding is back"
 

@@ -3,6 +3,7 @@
 # /proc/PID/environ shows it) holds none of them, and a handler running as the same user cannot
 # read the worker's /proc files at all (the worker is not dumpable). As root the worker runs as
 # nobody here, so that "the same user" is not root, whom nothing stops.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"

@@ -3,6 +3,7 @@
 # execution finishes and is reported, the last heartbeat says "offline", exit 0. Past
 # worker.shutdown_timeout_s the handler is stopped and reported failed. A second SIGTERM exits at
 # once, killing the handler.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
@@ -20,6 +21,7 @@ wait_exit() {
 # SLEEPER_PID, SLEEPER_ID (the worker id) and SLEEPER_SECS (names the handler's sleep process).
 sleeping_worker() {
     new_worker SLEEPER_ID "$2"
+    # shellcheck disable=SC2153 # set by new_worker (printf -v)
     start_worker "$1" "$SLEEPER_ID"
     SLEEPER_PID=$BG_PID
     SLEEPER_SECS="4$((RANDOM % 10)).$RANDOM"

@@ -2,6 +2,7 @@
 # `warren worker` start-up errors: an invalid worker id exits 2 naming the rule; a worker queue
 # declared with other arguments exits 1 naming the fix; a handlers directory others can write
 # exits 1 naming the fix; --help works without a broker.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"

@@ -2,6 +2,7 @@
 # The worker never sends what the executor cannot store: a result with a number outside jsonb's
 # range goes as text marked "unstorable", and an error text cut to fit stays valid UTF-8. Each
 # completion body, as sent, is stored as jsonb by the stack's PostgreSQL.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"

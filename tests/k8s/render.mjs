@@ -1,6 +1,6 @@
 // A renderer for the subset of kustomize that k8s/ uses, so the tests can build the manifests
 // offline with packages from npm only (kustomize itself is not packaged for Debian 12 or npm).
-// `kubectl apply -k` (kustomize v5) is what users run; tests/integration/k8s_manifests.sh checks
+// `kubectl apply -k` (kustomize v5) is what users run; tests/integration/deploy_k8s_manifests.sh checks
 // that this renderer's output equals `kubectl kustomize` wherever kubectl is installed.
 //
 // Supported kustomization fields (anything else is an error, so a manifest that starts using a

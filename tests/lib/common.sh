@@ -82,6 +82,7 @@ _t_on_exit() {
 }
 
 _t_on_err() {
+    # shellcheck disable=SC2016 # backquotes quote a command in the text
     printf '%s: line %s: `%s` exited %s\n' "$TEST_NAME" "$1" "$2" "$3" >&2
 }
 
@@ -275,6 +276,7 @@ log_since() {
 # sighup NAME PID REGEX [TIMEOUT_S]: send SIGHUP to PID, wait for one more line matching REGEX
 # (grep -E) in NAME's log than there was, and set LOG_LINE to the last such line (not in $(...):
 # a failure must end the test).
+# shellcheck disable=SC2034 # a result for the test that called it
 sighup() {
     local log n
     log=$(bg_log "$1")

@@ -11,6 +11,7 @@ exec_env() {
 
 # exec_start NAME: migrate, then run an executor in the background (log in $TEST_TMP/NAME.log)
 # and wait until it consumes. Sets EXEC_PID.
+# shellcheck disable=SC2034 # a result for the test that called it
 exec_start() {
     exec_env
     "$WARREN_BIN" migrate >"$TEST_TMP/migrate.out" 2>&1 || fail "warren migrate: $(cat "$TEST_TMP/migrate.out")"
@@ -21,6 +22,7 @@ exec_start() {
 
 # exec_stop PID NAME: SIGTERM, expect exit 0; sets EXEC_STATS to its final stats line
 # (not in $(...): only the test's own shell can wait for its background processes).
+# shellcheck disable=SC2034 # a result for the test that called it
 exec_stop() {
     local rc=0
     bg_stop "$1" 15 || rc=$?

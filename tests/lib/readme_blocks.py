@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The command blocks of a Markdown file (README.md) and how tests/integration/readme.sh treats
+"""The command blocks of a Markdown file (README.md) and how tests/integration/docs_readme.sh treats
 each, from the marker on the line before its fence (docs/development.md, "The README's
 commands"):
 

@@ -42,6 +42,7 @@ binding_keys() {
 }
 
 # run_warren OUT_PREFIX ARGS...: run the binary, keep stdout/stderr in $TEST_TMP, set RUN_RC.
+# shellcheck disable=SC2034 # results for the test that called it
 run_warren() {
     local out=$1; shift
     RUN_RC=0

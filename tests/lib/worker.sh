@@ -111,10 +111,12 @@ exec_id() { printf '%d' "$(($(date +%s%N) / 1000 % 1000000000000 + 1000000000000
 # wait_settled QUEUE: wait until QUEUE holds nothing, ready or unacked: every dispatch was acked
 # (or rejected).
 wait_settled() {
+    # shellcheck disable=SC2016 # the text is evaluated later, by wait_until
     wait_until 10 '[ "$(queue_messages "'"$1"'")" = 0 ] && [ "$(queue_unacked "'"$1"'")" = 0 ]'
 }
 
 # stop_worker NAME PID: SIGTERM, expect exit 0; WORKER_STATS gets its final stats line.
+# shellcheck disable=SC2034 # a result for the test that called it
 stop_worker() {
     local rc=0
     bg_stop "$2" 15 || rc=$?

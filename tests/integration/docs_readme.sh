@@ -56,6 +56,7 @@ start_daemons() {
 
 # others_live WORKERS_JSON: how many live workers outside WORKERS_JSON (ids) offer an action that
 # one of those offers.
+# shellcheck disable=SC2317 # called in wait_until's condition
 others_live() {
     "$WARREN_BIN" workers --json | jq --argjson ours "$1" '
         (map(select(.id as $i | $ours | index($i))) | map(.capabilities[])) as $caps

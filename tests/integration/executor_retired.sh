@@ -5,6 +5,7 @@
 # another worker, the pinned one fails saying why, the queue is deleted and the row says retired;
 # nothing is lost. A dispatch pinned to it afterwards waits in its queue declared again. The
 # worker heartbeating again registers as online.
+# shellcheck disable=SC2154 # a, b are set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -5,6 +5,7 @@
 # name, a client certificate of another CA, a plain port and broken TLS settings are refused with
 # errors that say why; a peer that never answers the handshake cannot hold a connect past
 # connect_timeout_ms.
+# shellcheck disable=SC2154 # bad, w are set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -160,11 +161,13 @@ wait_until 30 "[ \"\$(exec_field $big_id status)\" = completed ]"
 assert_eq "300000" "$(exec_field "$big_id" "length(result->>'big')")" "the large result"
 # Every connection of the executor and the worker (named warren-worker/ID) is a TLS one (the
 # management API lists them within its statistics interval).
+# shellcheck disable=SC2317 # called in wait_until's condition
 tls_conns() {
     mgmt_get connections | jq -r --arg w "warren-worker/$w" '[.[] | select(.client_properties.connection_name as $n
         | $n == "warren-executor" or $n == $w) | "\(.client_properties.connection_name) \(.ssl)"]
         | sort | unique | join(",")'
 }
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 15 '[ "$(tls_conns)" = "warren-executor true,warren-worker/'"$w"' true" ]'
 stop_worker worker "$BG_PID"
 exec_stop "$EXEC_PID" ex

@@ -3,6 +3,7 @@
 # management API's get (ackmode reject_requeue_true, as the UI's "Get messages" does), carries
 # type, app_id, message_id, correlation_id, timestamp and the headers execution_id, attempt and
 # action_ref; a worker's reports name the worker in app_id. Reading puts the messages back.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -43,7 +44,7 @@ assert_eq "$(jq -r '.[0].payload | fromjson | .message_id' <<<"$msg")" "$(jq -r 
     "message_id is the envelope's"
 ts=$(jq -r .timestamp <<<"$props")
 now=$(date +%s)
-[ "$ts" -le "$now" ] && [ "$ts" -ge $((now - 60)) ] || fail "timestamp $ts is not a recent time (now $now)"
+{ [ "$ts" -le "$now" ] && [ "$ts" -ge $((now - 60)) ]; } || fail "timestamp $ts is not a recent time (now $now)"
 assert_eq "number" "$(jq -r '.headers.attempt | type' <<<"$props")" "attempt is an integer header"
 assert_eq 1 "$(queue_messages "$queue")" "reject_requeue_true put the dispatch back"
 

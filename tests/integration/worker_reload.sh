@@ -2,6 +2,7 @@
 # SIGHUP reloads a worker's configuration file: a new log level and handler timeout take effect
 # at once, a changed key that needs a restart is named and keeps its value, and a broken file is
 # logged (file, line, key) and changes nothing.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"

@@ -10,6 +10,7 @@
 # (ENTRYPOINT, WARREN_CONFIG) is in it. Purging removes the key.
 # Needs root (CI runs as root). One package test runs at a time on a machine (a lock), since
 # the package is installed system-wide.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 WARREN_TEST_TIMEOUT=${WARREN_TEST_TIMEOUT:-280} # building the package takes a while
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"

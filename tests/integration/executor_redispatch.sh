@@ -4,6 +4,7 @@
 # are retried, the dead worker is suspect and gets no new work, and they complete on another
 # worker, the x-death in the attempt record. A pinned execution to the dead worker fails as
 # before; with --fallback any it completes on the other worker.
+# shellcheck disable=SC2154 # a, b are set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

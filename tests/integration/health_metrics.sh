@@ -2,6 +2,7 @@
 # /metrics of the executor and of a worker, after real executions, pass `promtool check metrics`
 # and carry the metrics docs/metrics.md promises, the status changes among them; the example
 # alerting rules pass `promtool check rules`.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -32,9 +33,11 @@ promtool check metrics <"$TEST_TMP/worker.prom" || fail "promtool: worker /metri
 promtool check rules "$WARREN_SOURCE_DIR/docs/metrics/alerts.yml" || fail "promtool: alerting rules"
 
 # Every family docs/metrics.md lists for a daemon is served by it.
+# shellcheck disable=SC2016,SC2013 # the backquotes of docs/metrics.md's table; a name is a word
 for f in $(sed -n 's/^| `\(warren_[a-z_]*\)` | executor .*/\1/p' "$WARREN_SOURCE_DIR/docs/metrics.md"); do
     grep -q "^# TYPE $f " "$TEST_TMP/executor.prom" || fail "executor /metrics lacks $f"
 done
+# shellcheck disable=SC2016,SC2013 # the backquotes of docs/metrics.md's table; a name is a word
 for f in $(sed -n 's/^| `\(warren_[a-z_]*\)` | worker .*/\1/p' "$WARREN_SOURCE_DIR/docs/metrics.md"); do
     grep -q "^# TYPE $f " "$TEST_TMP/worker.prom" || fail "worker /metrics lacks $f"
 done
@@ -49,6 +52,7 @@ assert_eq 3 "$(val executor warren_execution_run_seconds_count)" "run times obse
 grep -q 'execution_id' "$TEST_TMP/executor.prom" "$TEST_TMP/worker.prom" && fail "an execution id as a label"
 
 # Status changes from the history, counted once they are 10 s old (a refresh every 10 s).
+# shellcheck disable=SC2317 # called by wait_until
 transitions() {
     curl -sS -f "$E/metrics" >"$TEST_TMP/executor.prom"
     [ "$(val executor 'warren_execution_transitions_total{from="running",to="completed"}')" = 2 ] &&

@@ -4,6 +4,7 @@
 # are dispatched first); they expire within a second or two, all worker_lost; with full jitter over a 20 s window the retries' delays fall
 # evenly into ten 2 s buckets instead of one. The histogram is printed; the largest bucket must
 # stay under 1.5 x the even share (100), the smallest over half of it.
+# shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

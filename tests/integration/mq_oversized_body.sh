@@ -6,6 +6,7 @@
 # consumes and to a worker's queue: the executor and the worker stay under 64 MiB, each body
 # becomes one dead_letters row (reason oversized: headers, size, first bytes, never the whole
 # body), every queue is acked empty, and an execution still runs to completion afterwards.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

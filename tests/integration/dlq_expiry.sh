@@ -20,6 +20,7 @@ expect_dead_letter() {
     body="{\"execution_id\":$RANDOM,\"worker_id\":\"$w\"}"
     amqp-publish --url "$WARREN__MESSAGE_QUEUE__RABBITMQ__URL" -e "$TOPO_EXCHANGE" -r "$key" \
         -C application/json -p -b "$body"
+    # shellcheck disable=SC2016 # the text is evaluated later, by wait_until
     wait_until 15 '[ "$(queue_messages "'"$TOPO_DLQ"'")" = 1 ]'
     assert_eq 0 "$(queue_messages "$wq")" "$type worker queue empty after expiry"
 

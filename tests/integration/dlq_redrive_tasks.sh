@@ -44,7 +44,7 @@ assert_contains "$CALL_BODY" "redrive task $t1 is active on source '$q1'" "one a
 wait_until 30 "[ \"\$(task_field $t1 status)\" = completed ]"
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 log "2,000 records in ${elapsed_ms} ms"
-[ "$elapsed_ms" -ge 8000 ] && [ "$elapsed_ms" -le 12000 ] ||
+{ [ "$elapsed_ms" -ge 8000 ] && [ "$elapsed_ms" -le 12000 ]; } ||
     fail "2,000 records at 200/s took ${elapsed_ms} ms, expected 10 s ± 20 %"
 assert_eq "2000|0" "$(task_field "$t1" moved)|$(task_field "$t1" skipped)" "moved"
 assert_eq "2000/2000" "$(redriven "$q1")" "every record redriven once, every execution a new attempt"
@@ -63,7 +63,7 @@ wait_until 10 "[ \"\$(task_field $t2 status)\" = cancelled ]"
 moved=$(task_field "$t2" moved)
 sleep 0.5
 assert_eq "$moved/$moved" "$(redriven "$q2")" "moved is what was redriven"
-[ "$moved" -gt 0 ] && [ "$moved" -lt 1000 ] || fail "cancelled task moved $moved of 1000"
+{ [ "$moved" -gt 0 ] && [ "$moved" -lt 1000 ]; } || fail "cancelled task moved $moved of 1000"
 assert_eq "$moved" "$(task_field "$t2" moved)" "nothing moves after the cancel"
 expect 409 POST "/api/v1/redrive-tasks/$t2/cancel"
 

@@ -4,6 +4,7 @@
 # API takes the keys of its rewritten keys file and the new api.auth_reads; a changed key that
 # needs a restart is named; a broken file, or a keys file others may read, is logged and changes
 # nothing.
+# shellcheck disable=SC2154 # slow is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -12,6 +12,7 @@ Q=$(unique_name blocked)
 declare_queue "$Q"
 on_exit 'rmq set_vm_memory_high_watermark 0.4 >/dev/null 2>&1 || true'
 
+# shellcheck disable=SC2317 # called in wait_until's condition
 mem_alarm() { mgmt_get "nodes/$WARREN_RABBIT_NODE" | jq -r .mem_alarm; }
 
 # Breaker open timeout 1 s so the loop probes again soon after the alarm clears.
@@ -21,11 +22,13 @@ LOG=$(bg_log loop)
 wait_log loop 'status=ok breaker=closed' 15
 
 rmq set_vm_memory_high_watermark absolute 1MB >/dev/null
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 15 '[ "$(mem_alarm)" = true ]'
 wait_log loop 'connection blocked by broker' 15
 wait_until 10 "[ \$(grep -cE '^loop .*status=(timeout|connection|breaker_open)' '$LOG') -ge 6 ]"
 
 rmq set_vm_memory_high_watermark 0.4 >/dev/null
+# shellcheck disable=SC2016 # the text is evaluated later, by wait_until
 wait_until 15 '[ "$(mem_alarm)" = false ]'
 wait_log loop 'connection unblocked by broker' 15
 n=$(grep -c '^loop .*status=ok' "$LOG")

@@ -10,7 +10,7 @@
 require_stack
 
 src=$WARREN_SOURCE_DIR
-command -v node >/dev/null && command -v npm >/dev/null || fail "node and npm are needed: scripts/deps installs them"
+{ command -v node >/dev/null && command -v npm >/dev/null; } || fail "node and npm are needed: scripts/deps installs them"
 command -v promtool >/dev/null || fail "promtool is needed: scripts/deps installs prometheus"
 cmp -s "$src/conf/warren.conf" "$src/k8s/base/warren.conf" ||
     fail "k8s/base/warren.conf is not conf/warren.conf: cp conf/warren.conf k8s/base/warren.conf"

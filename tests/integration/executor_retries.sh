@@ -5,6 +5,7 @@
 # not retry is not retried; `warren retry` of a failed execution completes, refuses a completed
 # one, and two at once make one attempt; `warren get --json` has "attempts" and "attempt"; the
 # same over the API (overrides on submit, POST .../retry, GET with the attempts).
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

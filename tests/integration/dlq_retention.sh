@@ -35,7 +35,9 @@ old_dl() { # EXECUTION_ID RESOLUTION [EMITTED]: a record received and resolved 4
 done_ids=(); for i in 1 2 3 4 5; do done_ids+=("$(old_exec completed)"); done
 running=$(old_exec running)
 named=$(old_exec failed)       # an open record names it
+# shellcheck disable=SC2034 # rows that must be deleted; their ids are not needed
 closed=$(old_dl "${done_ids[0]}" manually_resolved)
+# shellcheck disable=SC2034 # as closed
 closed2=$(old_dl "${done_ids[1]}" cancelled)
 pending=$(old_dl "$named" pending)
 unemitted=$(old_dl "${done_ids[2]}" permanent_failure null)

@@ -4,6 +4,7 @@
 # (malformed JSON, wrong types, unknown fields, media type, SQL metacharacters and invalid UTF-8
 # in every string field) answered 400 with nothing else happening, 404/405, keys files that
 # others may read refused, and `config check` masking api.keys.
+# shellcheck disable=SC2154 # pin is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

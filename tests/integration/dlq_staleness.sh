@@ -4,6 +4,7 @@
 # it, warren_staleness_warnings_total, health "warning" in GET /api/v1/staleness and `warren
 # staleness`), then its threshold: abandoned, attempt-fenced, with a staleness_timeout record; a
 # requested one fails the same way; an action without a threshold stays healthy; bad input is 400.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -5,6 +5,7 @@
 # READY=1, and one that starts sends it only with its consumers subscribed. SIGHUP brings
 # RELOADING=1 then READY=1, SIGTERM STOPPING=1; WATCHDOG_USEC brings WATCHDOG=1 pings. Every
 # datagram comes from the daemon's own pid (NotifyAccess=main).
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"

@@ -20,7 +20,7 @@ constraint() {
 help=$("$WARREN_BIN" list --help)
 all=$(sed -n '/one of:/{n;p}' <<<"$help")
 final=$(sed -n 's/.*(final: \(.*\))$/\1/p' <<<"$help")
-[ -n "$all" ] && [ -n "$final" ] || fail "no status lists in: $help"
+{ [ -n "$all" ] && [ -n "$final" ]; } || fail "no status lists in: $help"
 assert_eq 10 "$(listed "$all" | wc -l)" "statuses listed by the binary"
 
 assert_eq "$(listed "$all")" "$(quoted "$(constraint executions_status_check)")" \

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # warren migrate: applies schema/ in order and records it, is a no-op the second time, rolls a
 # failing file back whole and names it, refuses a changed applied file, serialises concurrent
 # runs; and the schema's CHECKs, triggers and dedup key hold.
@@ -77,6 +78,7 @@ EOF
 WARREN_SCHEMA_DIR=$BAD_DIR migrate
 assert_eq 1 "$RC" "broken migration exit status: $OUT"
 assert_contains "$OUT" "$BAD_DIR/999_bad.sql:4:" "file and line"
+# shellcheck disable=SC2016 # backquotes quote a command in the text
 assert_contains "$OUT" 'statement `CREATE TABEL it_oops (id int)` (line 4)' "statement"
 assert_contains "$OUT" "SQLSTATE 42601"
 assert_eq "" "$(psql_q "SELECT to_regclass('it_bad_probe')")" "the valid statement's table must be rolled back"

@@ -35,7 +35,7 @@ assert_eq "corr-7" "$(props 0 .correlation_id)" "correlation_id"
 assert_eq "4242" "$(props 0 '.headers.execution_id')" "headers.execution_id"
 now=$(date +%s)
 ts=$(props 0 .timestamp)
-[ "$ts" -le "$now" ] && [ "$ts" -gt $((now - 120)) ] || fail "timestamp $ts not within the last two minutes of $now"
+{ [ "$ts" -le "$now" ] && [ "$ts" -gt $((now - 120)) ]; } || fail "timestamp $ts not within the last two minutes of $now"
 # Without a given id the client generates a UUID v4; without execution_id there is no header.
 [[ "$(props 99 .message_id)" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$ ]] ||
     fail "generated message_id is not a UUID v4: $(props 99 .message_id)"

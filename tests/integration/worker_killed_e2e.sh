@@ -4,6 +4,7 @@
 # a submission pinned to it afterwards (`warren submit --worker W --wait`) expires from its queue
 # through the dead-letter exchange and fails with "Worker queue TTL expired" within the TTL plus a
 # small bound, with the x-death in the result.
+# shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"

@@ -27,9 +27,9 @@ expect_exit2 'worker = { max_concurrency = 0; };\n' "out of bounds"
 expect_exit2 'log = {\n\n level = = 1; };\n' "$tmp/bad.conf:3:" "malformed"
 
 set +e; "$bin" config check -c "$tmp/missing.conf" 2> "$tmp/err"; rc=$?; set -e
-[ "$rc" = 2 ] && grep -q 'missing.conf: cannot read' "$tmp/err" || fail "unreadable file: rc=$rc"
+{ [ "$rc" = 2 ] && grep -q 'missing.conf: cannot read' "$tmp/err"; } || fail "unreadable file: rc=$rc"
 set +e; "$bin" config check -c "$tmp" 2> "$tmp/err"; rc=$?; set -e
-[ "$rc" = 2 ] && grep -qF "$tmp: is a directory, not a configuration file" "$tmp/err" ||
+{ [ "$rc" = 2 ] && grep -qF "$tmp: is a directory, not a configuration file" "$tmp/err"; } ||
     fail "directory as config file: rc=$rc $(cat "$tmp/err")"
 
 # Integers of 2^31 and more in the file are read whole, not wrapped by libconfig.
@@ -53,7 +53,7 @@ WARREN__DATABASE__URL='postgresql://u:hunter4@db/w?sslmode=verify-full&sslrootce
 grep -qF '"postgresql://u:****@db/w?sslmode=verify-full&sslrootcert=/ca.pem&sslpassword=****"' "$tmp/out" ||
     fail "database URL with TLS parameters: $(grep '^database.url' "$tmp/out")"
 set +e; WARREN__LOG__LEVL=info "$bin" config check 2> "$tmp/err"; rc=$?; set -e
-[ "$rc" = 2 ] && grep -q 'WARREN__LOG__LEVL: unknown key' "$tmp/err" || fail "unknown env key: rc=$rc"
+{ [ "$rc" = 2 ] && grep -q 'WARREN__LOG__LEVL: unknown key' "$tmp/err"; } || fail "unknown env key: rc=$rc"
 set +e; "$bin" config bogus 2>/dev/null; rc=$?; set -e
 [ "$rc" = 2 ] || fail "usage error exit $rc"
 

@@ -2,6 +2,7 @@
 # /livez and /readyz on the real stack, in the executor and a worker: /readyz turns 503 within
 # 5 s of the broker stopping and 200 again after it returns, while /livez stays 200 throughout.
 # Stops and starts the stack's broker: not to be run beside other tests.
+# shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -21,7 +22,9 @@ W="http://127.0.0.1:$(http_port wk health)"
 on_exit 'stack rabbit-start >/dev/null 2>&1 || true'
 
 code() { curl -s -o "$TEST_TMP/body" -w '%{http_code}' --max-time 3 "$1" || true; }
+# shellcheck disable=SC2317 # called by wait_until
 both_ready() { [ "$(code "$E/readyz")" = 200 ] && [ "$(code "$W/readyz")" = 200 ]; }
+# shellcheck disable=SC2317 # called by wait_until
 both_down() { [ "$(code "$E/readyz")" = 503 ] && [ "$(code "$W/readyz")" = 503 ]; }
 
 wait_until 20 both_ready
