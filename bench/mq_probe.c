@@ -6,6 +6,8 @@
  *   mq_probe consume [opts] -q QUEUE          take N deliveries (ack, or nack with --nack)
  *   mq_probe relay [opts] -q QUEUE EXCHANGE:KEY  take N deliveries, republish each, then ack
  *   mq_probe loop [opts] EXCHANGE:KEY         one publish every --interval ms for --duration s
+ *   mq_probe deep [-n DEPTH] EXCHANGE:KEY     one message whose headers nest DEPTH tables (by
+ *                                             default as deep as one frame holds), confirmed
  *
  * Options start from the configuration (defaults, $WARREN_CONFIG, WARREN__* variables, mapped by
  * mq_options_from_config); flags override them.
@@ -32,9 +34,10 @@ typedef struct probe {
 static void usage(void)
 {
     fprintf(stderr,
-            "usage: mq_probe publish|consume|relay|loop [options] [EXCHANGE:KEY...]\n"
+            "usage: mq_probe publish|consume|relay|loop|deep [options] [EXCHANGE:KEY...]\n"
             "  -u URL            broker (default: message_queue.rabbitmq.url)\n"
-            "  -n N              messages per target / deliveries to take (default 1)\n"
+            "  -n N              messages per target / deliveries to take (default 1);\n"
+            "                    deep: the nesting depth (default: as deep as a frame holds)\n"
             "  -b N              publish in batches of N (default 1: one mq_publish each)\n"
             "  -m                mandatory\n"
             "  -q QUEUE          queue to consume\n"
@@ -195,6 +198,58 @@ static int run_publish(mq_client_t *c, const probe_t *p, int argc, char **argv)
     return failures ? EXIT_RUNTIME : EXIT_OK;
 }
 
+/*
+ * deep: what a hostile publisher can send to any queue it may write to. Each level is a table
+ * entry "a" holding the next table: 7 bytes (key length, key, kind, table length), so one content
+ * header frame of frame_max bytes holds about frame_max / 7 levels. The publish is raw (the
+ * MessageClient has no way to send such headers) and fenced by a basic.qos round trip, which the
+ * broker answers only after it has routed the message.
+ */
+static int run_deep(mq_client_t *c, const probe_t *p, char *spec)
+{
+    mq_message_t to = {0};
+    char err[ERRBUF_SIZE];
+    if (target(spec, &to) != 0) {
+        usage();
+        return EXIT_USAGE;
+    }
+    if (mq_connect(c, err, sizeof err) != 0) {
+        printf("connect status=connection error=%s\n", err);
+        return EXIT_RUNTIME;
+    }
+    amqp_connection_state_t conn = mq_conn(c);
+    int frame = c->frame_max; /* negotiated: the broker refuses larger frames */
+    int depth = p->count > 1 ? p->count : (frame - 64) / 7;
+    amqp_table_entry_t *chain = calloc((size_t)depth, sizeof *chain);
+    if (!chain)
+        return EXIT_RUNTIME;
+    for (int i = 0; i < depth; i++) {
+        chain[i].key = amqp_cstring_bytes("a");
+        chain[i].value.kind = AMQP_FIELD_KIND_TABLE;
+        chain[i].value.value.table.num_entries = i + 1 < depth ? 1 : 0;
+        chain[i].value.value.table.entries = i + 1 < depth ? &chain[i + 1] : NULL;
+    }
+    amqp_basic_properties_t props = {0};
+    props._flags = AMQP_BASIC_HEADERS_FLAG | AMQP_BASIC_MESSAGE_ID_FLAG;
+    props.headers = (amqp_table_t){.num_entries = 1, .entries = chain};
+    props.message_id = amqp_cstring_bytes(p->id_prefix ? p->id_prefix : "deep-headers");
+    static const char body[] = "{\"probe\":\"deep\"}";
+    amqp_channel_t ch = (amqp_channel_t)mq_channel(c);
+    int rc = amqp_basic_publish(conn, ch, amqp_cstring_bytes(to.exchange),
+                                amqp_cstring_bytes(to.routing_key), 0, 0, &props,
+                                (amqp_bytes_t){.len = sizeof body - 1, .bytes = (void *)body});
+    free(chain);
+    if (rc != AMQP_STATUS_OK) {
+        printf("deep depth=%d frame_max=%d status=error error=%s\n", depth, frame,
+               amqp_error_string2(rc));
+        return EXIT_RUNTIME;
+    }
+    amqp_basic_qos(conn, ch, 0, 1, 0);
+    mq_describe_reply(amqp_get_rpc_reply(conn), err, sizeof err);
+    printf("deep depth=%d frame_max=%d status=%s\n", depth, frame, err);
+    return strcmp(err, "ok") == 0 ? EXIT_OK : EXIT_RUNTIME;
+}
+
 static void print_delivery(int i, const mq_delivery_t *d)
 {
     char *exec_id = mq_header_string(&d->headers, "execution_id");
@@ -318,6 +373,8 @@ int main(int argc, char **argv)
         rc = run_consume(c, &p, NULL);
     else if (!strcmp(argv[1], "relay") && p.queue && rest > 0 && target(args[0], &to) == 0)
         rc = run_consume(c, &p, &to);
+    else if (!strcmp(argv[1], "deep") && rest > 0)
+        rc = run_deep(c, &p, args[0]);
     else if (!strcmp(argv[1], "loop"))
         rc = run_loop(c, &p, rest > 0 ? args[0] : NULL);
     else {

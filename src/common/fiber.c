@@ -21,14 +21,25 @@
 
 #ifdef FIBER_ASAN
 #include <sanitizer/common_interface_defs.h>
-/* AddressSanitizer's redzones make frames several times larger. */
-#define FIBER_STACK_BYTES (2 * 1024 * 1024)
+/* AddressSanitizer's redzones make warren's own frames several times larger. */
+#define FIBER_STACK_BYTES (8 * 1024 * 1024)
 #else
-/* Pages are committed only when touched: the size is a bound, not a cost. */
-#define FIBER_STACK_BYTES (512 * 1024)
+/*
+ * Pages are committed only when touched: the size is a bound, not a cost. The bound is set by
+ * what a broker can send: rabbitmq-c decodes (and amqp_table_clone copies) a header table
+ * recursively with no depth limit, about 116 bytes of stack per level, and one content header
+ * frame (at most the negotiated frame_max, 128 KiB) holds up to 18,700 nested tables (7 bytes
+ * each): 2.2 MB. A fiber reading frames from any queue a stranger can publish to must survive
+ * that message (512 KiB did not: a crash loop, the message being redelivered at each start).
+ * tests/integration/mq_deep_headers.sh sends it.
+ */
+#define FIBER_STACK_BYTES (4 * 1024 * 1024)
 #endif
 /* Stacks kept for reuse after their fiber ended. */
 #define FIBER_SPARE_STACKS 16
+/* What a stack kept for reuse keeps committed at its top; the rest goes back to the kernel, so
+ * that one deep message does not leave megabytes resident in each spare stack. */
+#define FIBER_WARM_BYTES (64 * 1024)
 
 typedef struct fiber {
     ucontext_t ctx;
@@ -102,9 +113,11 @@ static void *stack_new(void)
 
 static void stack_free(void *s)
 {
-    if (n_spare < FIBER_SPARE_STACKS)
+    if (n_spare < FIBER_SPARE_STACKS) {
+        /* The stack grows down from its top: drop the pages below the warm part. */
+        (void)madvise(s, FIBER_STACK_BYTES - FIBER_WARM_BYTES, MADV_DONTNEED);
         spare[n_spare++] = s;
-    else
+    } else
         munmap(s, FIBER_STACK_BYTES);
 }
 

@@ -25,6 +25,16 @@
 #define CONNECT_WARN_EVERY_MS 30000
 /* Method and header frames, frame envelopes and properties: an upper bound. */
 #define PUBLISH_OVERHEAD 4096
+/*
+ * The largest frame we read, above the negotiated frame_max. RabbitMQ checks frame_max on what it
+ * receives, not on what it sends: when it dead-letters a message it adds x-death and the
+ * x-first-death and x-last-death headers to the content header frame, so a message published
+ * with headers near frame_max comes out of a dead-letter queue over it. rabbitmq-c would then
+ * drop the connection (invalid AMQP data) at every delivery of it, for ever, and with it every
+ * consumer of the connection. The broker adds a few hundred bytes per hop and queue; four
+ * times the negotiated size is far more than any path can add.
+ */
+#define MQ_INBOUND_FRAME_FACTOR 4
 
 const char *mq_status_name(int status)
 {
@@ -335,7 +345,19 @@ static int login(mq_client_t *c, const struct amqp_connection_info *u)
         mq_set_error(c, "login: %s", why);
         return -1;
     }
-    return reply_ok(c, r, "login") ? 0 : -1;
+    if (!reply_ok(c, r, "login"))
+        return -1;
+    /* rabbitmq-c has one frame_max for both directions: raise it for what we read, keep the
+     * negotiated one for what we send (publish.c splits bodies by it). */
+    c->frame_max = amqp_get_frame_max(c->conn);
+    int rc = amqp_tune_connection(c->conn, amqp_get_channel_max(c->conn),
+                                  c->frame_max * MQ_INBOUND_FRAME_FACTOR,
+                                  amqp_get_heartbeat(c->conn));
+    if (rc != AMQP_STATUS_OK) {
+        mq_set_error(c, "login: setting the frame size: %s", amqp_error_string2(rc));
+        return -1;
+    }
+    return 0;
 }
 
 static int open_socket(mq_client_t *c, const struct amqp_connection_info *u)

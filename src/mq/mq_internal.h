@@ -34,6 +34,7 @@ struct mq_client {
     char *url, *app_id, *ca_file, *cert_file, *key_file;
     char user[MQ_USER_MAX + 1];   /* the broker user of the last login: every publish's user_id */
     amqp_connection_state_t conn; /* NULL while disconnected */
+    int frame_max; /* negotiated: the bound on every frame we send (the library's is larger) */
     bool channel_open;
     uint64_t channel_gen; /* bumped on every channel open */
     bool blocked;         /* connection.blocked: the broker refuses publishes */

@@ -31,6 +31,36 @@ static amqp_table_entry_t text_header(const char *key, const char *value)
         .value = {.kind = AMQP_FIELD_KIND_UTF8, .value.bytes = amqp_cstring_bytes(value)}};
 }
 
+/*
+ * amqp_basic_publish() cuts a body into frames of the library's frame_max, which client.c raised
+ * above the negotiated one for reading. A body that fits one negotiated frame goes through it (one
+ * frame either way: the common case, unchanged); a longer one goes out here frame by frame, each
+ * at most the negotiated size (frame header 7 bytes, end octet 1).
+ */
+static int publish_frames(mq_client_t *c, amqp_bytes_t exchange, amqp_bytes_t key, bool mandatory,
+                          const amqp_basic_properties_t *p, amqp_bytes_t body)
+{
+    size_t chunk = (size_t)c->frame_max - 8;
+    if (body.len <= chunk)
+        return amqp_basic_publish(c->conn, MQ_CHANNEL, exchange, key, mandatory, 0, p, body);
+    amqp_basic_publish_t method = {
+        .exchange = exchange, .routing_key = key, .mandatory = mandatory};
+    int rc = amqp_send_method(c->conn, MQ_CHANNEL, AMQP_BASIC_PUBLISH_METHOD, &method);
+    amqp_frame_t f = {.frame_type = AMQP_FRAME_HEADER, .channel = MQ_CHANNEL};
+    f.payload.properties.class_id = AMQP_BASIC_CLASS;
+    f.payload.properties.body_size = body.len;
+    f.payload.properties.decoded = (void *)p;
+    if (rc == AMQP_STATUS_OK)
+        rc = amqp_send_frame(c->conn, &f);
+    for (size_t off = 0; rc == AMQP_STATUS_OK && off < body.len; off += chunk) {
+        amqp_frame_t b = {.frame_type = AMQP_FRAME_BODY, .channel = MQ_CHANNEL};
+        b.payload.body_fragment.len = body.len - off < chunk ? body.len - off : chunk;
+        b.payload.body_fragment.bytes = (char *)body.bytes + off;
+        rc = amqp_send_frame(c->conn, &b);
+    }
+    return rc;
+}
+
 static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_id)
 {
     amqp_basic_properties_t p;
@@ -89,7 +119,7 @@ static int send_one(mq_client_t *c, const mq_message_t *m, const char *message_i
     amqp_bytes_t body = {.len = m->body_len, .bytes = (void *)m->body};
     amqp_bytes_t exchange = amqp_cstring_bytes(m->exchange ? m->exchange : "");
     amqp_bytes_t key = amqp_cstring_bytes(m->routing_key ? m->routing_key : "");
-    return amqp_basic_publish(c->conn, MQ_CHANNEL, exchange, key, m->mandatory, 0, &p, body);
+    return publish_frames(c, exchange, key, m->mandatory, &p, body);
 }
 
 /* Write every message; stops at the first connection problem. */
