@@ -127,10 +127,13 @@ typedef struct warren_config {
     } retry;
     char *actions; /* per-action policies, "ACTION: field=value ...; ..." (CT_ACTIONS) */
     struct {
-        char *listen;    /* host:port of the HTTP API, health and metrics; "" disables it */
-        char *keys;      /* "NAME:SCOPE:SECRET,..." (secret) */
-        char *keys_file; /* one key per line: NAME SCOPE SECRET */
-        bool auth_reads; /* reads need a key too */
+        char *listen;        /* host:port of the HTTP API, health and metrics; "" disables it */
+        char *keys;          /* "NAME:SCOPE:SECRET,..." (secret) */
+        char *keys_file;     /* one key per line: NAME SCOPE SECRET */
+        char *tls_cert_file; /* PEM: HTTPS on listen when set (with tls_key_file) */
+        char *tls_key_file;  /* PEM */
+        char *tls_client_ca_file; /* PEM: clients must present a certificate it signed */
+        bool auth_reads;          /* reads need a key too */
         int max_body_bytes;
         int max_connections;
         int max_header_bytes;
@@ -153,8 +156,10 @@ typedef struct warren_config {
         int kill_grace_s;
         int shutdown_timeout_s;
         int max_output_bytes;
-        char *http_listen;  /* host:port of /livez, /readyz, /metrics; "" disables it */
-        int retire_after_s; /* the executor's: offline this long -> retired; 0: never */
+        char *http_listen;        /* host:port of /livez, /readyz, /metrics; "" disables it */
+        char *http_tls_cert_file; /* PEM: HTTPS on http_listen when set */
+        char *http_tls_key_file;  /* PEM */
+        int retire_after_s;       /* the executor's: offline this long -> retired; 0: never */
     } worker;
     unsigned char source[128]; /* cfg_source_t per table row; managed by config.c */
     char *file;                /* the file read (NULL: none), read again by cfg_reload */

@@ -109,6 +109,24 @@ void http_set_gate(http_server_t *s, http_gate_fn fn, void *arg);
 /* Bind host:port ("127.0.0.1:8080", "[::1]:8080", ":8080" for every address, port 0 for any
  * free one) and log the address. -1 with err when it cannot. */
 int http_listen(http_server_t *s, const char *hostport, char *err, size_t errlen) WARN_UNUSED;
+/*
+ * HTTPS. A server TLS context from PEM files: the certificate (with its chain), its key and,
+ * when client_ca_file is set, the CA whose certificates clients must present. TLS 1.2 at
+ * least. The *_key fields name the configuration keys, for errors ("api.tls_key_file /x: ...").
+ * NULL with err when a file cannot be used.
+ */
+typedef struct http_tls http_tls_t;
+typedef struct http_tls_files {
+    const char *cert_file, *key_file, *client_ca_file;
+    const char *cert_key, *key_key, *client_ca_key;
+} http_tls_files_t;
+http_tls_t *http_tls_new(const http_tls_files_t *f, char *err, size_t errlen) WARN_UNUSED;
+void http_tls_free(http_tls_t *t);
+/* Serve connections accepted from now on with t (owned by s from then on; NULL: plain HTTP).
+ * Connections already open keep what they began with: a reload swaps certificates this way. */
+void http_set_tls(http_server_t *s, http_tls_t *t);
+/* Does s serve HTTPS? */
+bool http_tls_on(const http_server_t *s);
 /* The port bound, 0 before http_listen. */
 int http_port(const http_server_t *s);
 /* Connections open now. */

@@ -254,6 +254,15 @@ const cfg_key_t cfg_table[] = {
         "api.keys_file", api.keys_file, "",
         "File of API keys, one per line \"NAME SCOPE SECRET\" (# comments); refused when group- or "
         "world-readable"),
+    R_STR("api.tls_cert_file", api.tls_cert_file, "",
+          "PEM certificate (with its chain) for HTTPS on api.listen, with api.tls_key_file; \"\" "
+          "serves plain HTTP (and logs a warning when api.listen is not loopback). The files are "
+          "read again on SIGHUP, so a renewed certificate takes effect without a restart"),
+    R_STR("api.tls_key_file", api.tls_key_file, "",
+          "PEM private key of api.tls_cert_file (not encrypted; keep it readable by warren only)"),
+    R_STR("api.tls_client_ca_file", api.tls_client_ca_file, "",
+          "PEM CA certificates: with it, every API client must present a certificate one of them "
+          "signed (mutual TLS); \"\" asks for none"),
     R_BOOL(
         "api.auth_reads", api.auth_reads, "false",
         "GET requests of /api/ need a key too (a read or write key); writes always need a write key"),
@@ -318,6 +327,11 @@ const cfg_key_t cfg_table[] = {
     STR("worker.http_listen", worker.http_listen, "",
         "host:port of the worker's /livez, /readyz and /metrics (e.g. \"0.0.0.0:9464\" in a pod); "
         "\"\" turns them off"),
+    STR("worker.http_tls_cert_file", worker.http_tls_cert_file, "",
+        "PEM certificate (with its chain) for HTTPS on worker.http_listen, with "
+        "worker.http_tls_key_file; \"\" serves plain HTTP. Read at start"),
+    STR("worker.http_tls_key_file", worker.http_tls_key_file, "",
+        "PEM private key of worker.http_tls_cert_file (not encrypted)"),
 };
 
 const size_t cfg_table_len = sizeof cfg_table / sizeof cfg_table[0];

@@ -21,6 +21,32 @@ static bool loopback_only(const char *listen)
     return !strncmp(host, "127.", 4) || !strcmp(host, "localhost") || !strcmp(host, "::1");
 }
 
+/* HTTPS on api.listen when cfg names a certificate: its context in *out (NULL: plain HTTP).
+ * -1 with err when the keys do not go together or a file cannot be used. */
+static int tls_load(const warren_config_t *cfg, http_tls_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    const char *cert = cfg->api.tls_cert_file, *key = cfg->api.tls_key_file;
+    if (!*cert && !*key && !*cfg->api.tls_client_ca_file)
+        return 0;
+    if (!*cert || !*key) {
+        snprintf(err, errlen,
+                 "api.tls_cert_file and api.tls_key_file go together (and "
+                 "api.tls_client_ca_file needs both): set both or neither");
+        return -1;
+    }
+    const http_tls_files_t f = {
+        .cert_file = cert,
+        .key_file = key,
+        .client_ca_file = cfg->api.tls_client_ca_file,
+        .cert_key = "api.tls_cert_file",
+        .key_key = "api.tls_key_file",
+        .client_ca_key = "api.tls_client_ca_file",
+    };
+    *out = http_tls_new(&f, err, errlen);
+    return *out ? 0 : -1;
+}
+
 static int add_routes(api_t *x)
 {
     http_server_t *s = x->server;
@@ -86,6 +112,18 @@ int api_start(api_t *x)
         log_kv(LOG_ERROR, "cannot set up the HTTP API", NULL);
         return -1;
     }
+    http_tls_t *tls = NULL;
+    if (tls_load(cfg, &tls, err, sizeof err) != 0) {
+        log_kv(LOG_ERROR, "cannot start the HTTP API", "error", err, NULL);
+        return -1;
+    }
+    http_set_tls(x->server, tls);
+    if (!tls && !loopback_only(cfg->api.listen))
+        log_kv(LOG_WARN,
+               "api.listen is not a loopback address and serves plain HTTP: API keys cross the "
+               "network in the clear unless TLS ends in front of it (an ingress, a mesh); set "
+               "api.tls_cert_file and api.tls_key_file for HTTPS",
+               "listen", cfg->api.listen, NULL);
     if (http_listen(x->server, cfg->api.listen, err, sizeof err) != 0) {
         log_kv(LOG_ERROR, "cannot start the HTTP API", "error", err, NULL);
         return -1;
@@ -100,10 +138,16 @@ int api_start(api_t *x)
 int api_keys_prepare(api_t *x, const warren_config_t *loaded, char *err, size_t errlen)
 {
     api_keys_free(&x->keys_next);
+    http_tls_free(x->tls_next);
+    x->tls_next = NULL;
     if (!x->server)
         return 0;
     if (api_keys_load(&x->keys_next, loaded, err, errlen) != 0)
         return -1;
+    if (tls_load(loaded, &x->tls_next, err, errlen) != 0) {
+        api_keys_free(&x->keys_next);
+        return -1;
+    }
     if (x->keys_next.n == 0 && !loopback_only(x->cfg->api.listen)) {
         api_keys_free(&x->keys_next);
         snprintf(err, errlen,
@@ -122,6 +166,12 @@ void api_keys_take(api_t *x)
     api_keys_free(&x->keys);
     x->keys = x->keys_next;
     x->keys_next = (api_keys_t){0};
+    bool was = http_tls_on(x->server);
+    http_set_tls(x->server, x->tls_next); /* the files read again: a renewed certificate */
+    x->tls_next = NULL;
+    if (was || http_tls_on(x->server))
+        log_kv(LOG_INFO, "api TLS files reloaded", "tls", http_tls_on(x->server) ? "on" : "off",
+               NULL);
     char n[16], names[1024] = "";
     size_t o = 0;
     for (size_t i = 0; i < x->keys.n && o < sizeof names; i++)
@@ -142,4 +192,6 @@ void api_stop(api_t *x)
     x->server = NULL;
     api_keys_free(&x->keys);
     api_keys_free(&x->keys_next);
+    http_tls_free(x->tls_next);
+    x->tls_next = NULL;
 }

@@ -41,6 +41,7 @@ typedef struct api {
     http_server_t *server;              /* owned; NULL while api.listen is "" */
     api_keys_t keys;
     api_keys_t keys_next; /* read by a reload's prepare step, taken by its apply step */
+    http_tls_t *tls_next; /* the same for the TLS files; owned until taken */
 } api_t;
 
 /* The HTTP server on api.listen (none when ""): API routes, /livez, /readyz, /metrics. -1
@@ -52,7 +53,8 @@ void api_stop(api_t *x);
  * them as api_start does; -1 with the problem in err refuses the reload. Nothing while the API
  * is off (api.listen needs a restart). */
 int api_keys_prepare(api_t *x, const warren_config_t *loaded, char *err, size_t errlen) WARN_UNUSED;
-/* After the reload: the prepared keys replace the running ones; logs their number and names. */
+/* After the reload: the prepared keys replace the running ones; logs their number and names.
+ * The TLS files read by api_keys_prepare serve the connections accepted from then on. */
 void api_keys_take(api_t *x);
 
 /* The request's key allows it (a write key for write; for a read, any key, or none unless

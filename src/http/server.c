@@ -15,6 +15,7 @@
 #include "warren/fiber.h"
 #include "warren/http.h"
 #include "warren/log.h"
+#include "http/http_internal.h"
 
 #define MAX_ROUTES 32
 #define PATH_MAX_BYTES 2048
@@ -83,7 +84,8 @@ struct http_server {
     bool paused;
     struct event reap_ev, resume_ev;
     http_gate_fn gate;
-    void *gate_arg; /* borrowed */
+    void *gate_arg;  /* borrowed */
+    http_tls_t *tls; /* owned: new connections do TLS with it; NULL: plain HTTP */
 };
 
 /* ---- pure helpers ---- */
@@ -665,7 +667,12 @@ static void on_complete(struct evhttp_request *req, void *arg)
 static struct bufferevent *on_accept(struct event_base *base, void *arg)
 {
     http_server_t *s = arg;
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = s->tls ? http_tls_accept(base, s->tls) : NULL;
+    /* Out of memory for TLS: a plain bufferevent that reads nothing into evhttp (discarded) and
+     * closes at once, never plain HTTP on an HTTPS port. */
+    bool refuse = s->tls && !bev;
+    if (!bev)
+        bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     conn_t *c = calloc(1, sizeof *c);
     if (!bev || !c || !evbuffer_add_cb(bufferevent_get_input(bev), on_input, c)) {
         /* Out of memory: evhttp makes a bufferevent of its own for this connection, which is
@@ -682,8 +689,10 @@ static struct bufferevent *on_accept(struct event_base *base, void *arg)
     evtimer_assign(&c->setup_ev, base, on_setup, c);
     evtimer_assign(&c->deadline_ev, base, on_deadline, c);
     (void)evloop_arm(&c->setup_ev, 0);
-    conn_arm(c, s->limits.header_timeout_s);
+    conn_arm(c, refuse ? 0 : s->limits.header_timeout_s);
     c->head_armed = true;
+    if (refuse)
+        c->stage = STAGE_DISCARD;
     c->waiting_since_ms = now_mono_ms();
     c->next = s->conns;
     s->conns = c;
@@ -906,7 +915,19 @@ void http_free(http_server_t *s)
     on_reap(-1, 0, s);
     event_del(&s->reap_ev);
     event_del(&s->resume_ev);
+    http_tls_free(s->tls);
     free(s);
+}
+
+void http_set_tls(http_server_t *s, http_tls_t *t)
+{
+    http_tls_free(s->tls);
+    s->tls = t;
+}
+
+bool http_tls_on(const http_server_t *s)
+{
+    return s && s->tls;
 }
 
 void http_set_gate(http_server_t *s, http_gate_fn fn, void *arg)
@@ -952,7 +973,8 @@ int http_listen(http_server_t *s, const char *hostport, char *err, size_t errlen
     snprintf(p, sizeof p, "%d", s->port);
     snprintf(address, sizeof address, "%s%s%s:%d", strchr(host, ':') ? "[" : "", host,
              strchr(host, ':') ? "]" : "", s->port);
-    log_kv(LOG_INFO, "http listening", "server", s->name, "address", address, "port", p, NULL);
+    log_kv(LOG_INFO, "http listening", "server", s->name, "address", address, "port", p, "tls",
+           s->tls ? "on" : "off", NULL);
     return 0;
 }
 

@@ -180,6 +180,24 @@ int health_start(worker_t *w, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory setting up worker.http_listen");
         return -1;
     }
+    const char *cert = w->o.cfg->worker.http_tls_cert_file,
+               *key = w->o.cfg->worker.http_tls_key_file;
+    if (*cert || *key) { /* HTTPS: read at start (a new certificate needs a restart) */
+        if (!*cert || !*key) {
+            snprintf(err, errlen,
+                     "worker.http_tls_cert_file and worker.http_tls_key_file go "
+                     "together: set both or neither");
+            return -1;
+        }
+        const http_tls_files_t f = {.cert_file = cert,
+                                    .key_file = key,
+                                    .cert_key = "worker.http_tls_cert_file",
+                                    .key_key = "worker.http_tls_key_file"};
+        http_tls_t *tls = http_tls_new(&f, err, errlen);
+        if (!tls)
+            return -1;
+        http_set_tls(w->http, tls);
+    }
     return http_listen(w->http, listen, err, errlen);
 }
 
