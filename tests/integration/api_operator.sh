@@ -4,7 +4,7 @@
 # key's name (409 for one already open or an ended execution); complete ends a failed or a stuck
 # (stale) running execution by hand, recorded in its history with who did it, closing its open
 # records as manually_resolved, and a second completion or a late worker report changes
-# nothing; 401, 403, 404 and 400 where due;
+# nothing; warren_dead_letters_open counts the open records; 401, 403, 404 and 400 where due;
 # `warren dlq queue`, `warren investigate` and `warren complete` over the API and the database.
 # shellcheck disable=SC2154 # w is set by fake_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
@@ -31,6 +31,9 @@ record() {
     psql_q "insert into dead_letters (dedup_key, execution_id, reason, body, received_at)
             values ('$(unique_name dedup)', $1, '$2', '\\x00', now() - interval '$3')
             returning id"
+}
+metric() { # NAME LABELS: a sample of the executor's /metrics
+    curl -sS "$API/metrics" | awk -v k="$1{$2}" '$1 == k {print $2}'
 }
 
 log "investigation queue: most urgent first, pages at one as_of"
@@ -97,6 +100,17 @@ expect 200 GET "/api/v1/dead-letters/investigation-queue?limit=1000" "" "$API_RE
 assert_eq "manual|investigating" \
     "$(jq -r --argjson id "$rec" '.items[] | select(.id == $id) | "\(.reason)|\(.resolution)"' <<<"$CALL_BODY")" \
     "the manual record is queued"
+
+log "the open-records gauges agree with the table"
+# shellcheck disable=SC2317 # called only through wait_until
+want_open() { psql_q "select count(*) from dead_letters where resolution = '$1'"; }
+# shellcheck disable=SC2016 # evaluated later, by wait_until
+wait_until 15 '[ "$(metric warren_dead_letters_open "resolution=\"investigating\"")" = "$(want_open investigating)" ] &&
+               [ "$(metric warren_dead_letters_open "resolution=\"pending\"")" = "$(want_open pending)" ]'
+age=$(metric warren_dead_letters_open_oldest_age_seconds 'resolution="pending"')
+oldest=$(psql_q "select extract(epoch from now() - min(received_at))::int from dead_letters where resolution = 'pending'")
+awk -v a="$age" -v o="$oldest" 'BEGIN { exit !(a >= 86400 && a <= o + 1 && a >= o - 12) }' ||
+    fail "oldest pending age $age, the table's $oldest"
 
 log "complete: a failed execution, by hand"
 expect 401 POST "/api/v1/executions/$f1/complete" '{"result":{"ok":true}}' -
