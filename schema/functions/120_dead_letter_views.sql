@@ -10,13 +10,14 @@ CREATE OR REPLACE VIEW dead_letter_counts AS
 -- How urgent an open record is at as_of: the reason's weight x (1 + ln(1 + age in minutes)),
 -- rounded to 3 places: a poison message outranks an expiry of the same age, and a record climbs
 -- as it waits. GET /api/v1/dead-letters/investigation-queue pages by it at one as_of, so that
--- the order of a walk through the pages does not shift while records age.
+-- the order of a walk through the pages does not shift while records age. In float8: ln() of a
+-- numeric costs some 15 us, a second and a half for the ranking of 100,000 open records.
 CREATE OR REPLACE FUNCTION warren_dl_priority(investigation_reason text, received_at timestamptz,
                                               as_of timestamptz) RETURNS numeric
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT round((warren_dl_reason_weight(investigation_reason)
-                  * (1 + ln(1 + greatest(extract(epoch FROM as_of - received_at), 0) / 60)))
-                     ::numeric, 3)
+                  * (1 + ln(1 + greatest(extract(epoch FROM as_of - received_at)::float8, 0)
+                                / 60)))::numeric, 3)
 $$;
 
 -- The investigation queue: open records, most urgent first (warren_dl_priority now).

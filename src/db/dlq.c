@@ -233,18 +233,17 @@ const char q_dl_list[] =
 const char q_dl_queue[] =
     "WITH p AS (SELECT coalesce(timestamptz 'epoch' + $1::bigint * interval '1 microsecond',"
     "   now()) AS as_of),"
-    " q AS (SELECT d, warren_dl_priority(d.investigation_reason, d.received_at, p.as_of) AS pr"
+    " q AS (SELECT d.id, warren_dl_priority(d.investigation_reason, d.received_at, p.as_of) AS pr"
     "   FROM dead_letters d, p WHERE d.resolution IN ('pending', 'investigating')"
     "   AND d.investigation_reason IS NOT NULL AND d.received_at <= p.as_of),"
-    " page AS (SELECT q.d, q.pr FROM q WHERE $2::numeric IS NULL OR q.pr < $2::numeric"
-    "   OR (q.pr = $2::numeric AND (q.d).id > $3::bigint) ORDER BY q.pr DESC, (q.d).id"
-    "   LIMIT $4::int),"
-    " last AS (SELECT page.pr, (page.d).id AS id FROM page ORDER BY page.pr, (page.d).id DESC"
-    "   LIMIT 1) "
-    "SELECT coalesce(jsonb_agg(warren_dl_item(page.d) || jsonb_build_object('priority', page.pr)"
-    "   ORDER BY page.pr DESC, (page.d).id), '[]')::text AS doc, count(*) AS n,"
+    " page AS (SELECT q.id, q.pr FROM q WHERE $2::numeric IS NULL OR q.pr < $2::numeric"
+    "   OR (q.pr = $2::numeric AND q.id > $3::bigint) ORDER BY q.pr DESC, q.id LIMIT $4::int),"
+    " last AS (SELECT page.pr, page.id FROM page ORDER BY page.pr, page.id DESC LIMIT 1) "
+    "SELECT coalesce(jsonb_agg(warren_dl_item(d) || jsonb_build_object('priority', page.pr)"
+    "   ORDER BY page.pr DESC, page.id), '[]')::text AS doc, count(*) AS n,"
     " (SELECT '" DLQ_QUEUE_CURSOR_PREFIX "' || (extract(epoch FROM p.as_of) * 1000000)::bigint"
-    "   || '_' || last.pr || '_' || last.id FROM p, last) AS next FROM page";
+    "   || '_' || last.pr || '_' || last.id FROM p, last) AS next"
+    " FROM page JOIN dead_letters d ON d.id = page.id";
 const char q_dl_show[] = "SELECT warren_dl_doc(d)::text AS doc FROM dead_letters d WHERE d.id = $1";
 
 /* Stats of a filter on reason, queue and resolution alone (or none) add up the tallies of
