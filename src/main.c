@@ -19,6 +19,8 @@ static const struct {
     {"dlq", cmd_dlq, "investigate, resolve, redrive and purge dead letters"},
     {"staleness", cmd_staleness, "non-terminal executions: time in state and health"},
     {"retry", cmd_retry, "retry a failed, timed out or abandoned execution by hand"},
+    {"investigate", cmd_investigate, "send an execution to investigation by hand"},
+    {"complete", cmd_complete, "complete a failed, abandoned or stuck execution by hand"},
     {"migrate", cmd_migrate, "apply database migrations"},
     {"topology", cmd_topology, "declare or verify the broker topology"},
     {"config", cmd_config, "check and print the effective configuration"},
@@ -29,12 +31,13 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: warren [--help] COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+        fprintf(out, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\nRun 'warren COMMAND --help' for a command's options.\n"
             "Configuration: -c FILE or WARREN_CONFIG; WARREN__SECTION__KEY overrides any key.\n"
-            "submit, get, list, workers, cancel, retry, dlq and staleness use the executor's\n"
-            "HTTP API when WARREN_API_URL is set (WARREN_API_KEY: the key), else the database.\n"
+            "submit, get, list, workers, cancel, retry, investigate, complete, dlq and staleness\n"
+            "use the executor's HTTP API when WARREN_API_URL is set (WARREN_API_KEY: the key),\n"
+            "else the database.\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }
 

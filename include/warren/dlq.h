@@ -33,6 +33,21 @@ json_object *dlq_filter(json_object *in, bool allow_ids, char *err, size_t errle
 extern const char q_dl_list[];
 /* One record's full document "doc" (the item, the raw message, the snapshot); $1 id. */
 extern const char q_dl_show[];
+/* The investigation queue (the view dead_letter_investigation_queue): open records, most urgent
+ * first, as a JSON array "doc" of list items with their "priority" (warren_dl_priority at one
+ * as_of), "n" and "next" (the cursor after the last row). $1 as_of in microseconds since the
+ * epoch (NULL: now), $2 and $3 the priority and id of the last row of the previous page (NULL:
+ * the first page), $4 limit. The cursor is DLQ_QUEUE_CURSOR_PREFIX "AS_OF_PRIORITY_ID". */
+#define DLQ_QUEUE_CURSOR_PREFIX "q1."
+extern const char q_dl_queue[];
+/* A queue cursor c as q_dl_queue's $1..$3: copied into buf[len], split at '_', each part
+ * checked (as_of and id 1..18 digits, the priority digits with at most one point). 0, or -1
+ * when c is not one warren gave out (the parts are then NULL). */
+int dlq_queue_cursor(const char *c, char *buf, size_t len, const char **as_of,
+                     const char **priority, const char **id) WARN_UNUSED;
+/* The page document of the queue, {"items": doc, "next_cursor": next or null}, from a row of
+ * q_dl_queue and its limit (malloc'd; NULL when out of memory). */
+char *dlq_queue_page(PGresult *res, const char *limit);
 /* Counts of the records matching $1: by reason, queue and resolution, the oldest pending age
  * and the mean time to resolve, as "doc". */
 extern const char q_dl_stats[];

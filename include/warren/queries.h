@@ -46,4 +46,20 @@ extern const char q_retry[];
 /* Why a manual retry of an execution in status `before` changes nothing (NULL: it can). */
 const char *retry_refusal(const char *before);
 
+/*
+ * Send execution $1 to investigation by hand on behalf of $2, with notes $3 (NULL: none):
+ * warren_investigate (schema/functions/180_operator_actions.sql). One row: outcome (opened,
+ * not_found, ended, open), status (the execution's), record_id and doc (the new record as show
+ * prints it).
+ */
+extern const char q_investigate[];
+
+/*
+ * Complete execution $1 by hand with result $2 (JSON text) on behalf of $3, notes $4, at attempt
+ * $5 (NULL: any), with the staleness thresholds $6 (dlq_staleness_cfg) deciding whether a
+ * non-terminal one is stuck: warren_complete_by_hand. One row: outcome (completed, not_found,
+ * conflict), before (the status found), attempt, why (of a conflict) and row (JSON text).
+ */
+extern const char q_complete[];
+
 #endif

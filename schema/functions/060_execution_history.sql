@@ -1,5 +1,5 @@
 -- warren definitions: the history of an execution, its stored rows and the implied happy path
--- (schema 002, 006, 015, 029).
+-- (schema 002, 006, 015, 029, 031).
 -- The current definition; `warren migrate` re-applies this file (docs/schema.md).
 
 -- True for a step of the happy path, which the trigger does not store.
@@ -52,8 +52,10 @@ BEGIN
         END IF;
         RETURN NULL;
     END IF;
-    IF NEW.status IS NOT DISTINCT FROM OLD.status OR warren_history_happy(OLD.status, NEW.status)
-    THEN
+    -- A completion by hand (completed_by, schema 031) is stored even from scheduled or running:
+    -- its row says who did it.
+    IF NEW.status IS NOT DISTINCT FROM OLD.status
+       OR (warren_history_happy(OLD.status, NEW.status) AND NEW.completed_by IS NULL) THEN
         RETURN NULL;
     END IF;
     INSERT INTO execution_events (execution_id, at, from_status, to_status, worker, attempt,
@@ -63,7 +65,9 @@ BEGIN
     INSERT INTO execution_events (execution_id, from_status, to_status, worker, attempt, error,
                                   note)
     VALUES (NEW.id, OLD.status, NEW.status, NEW.worker, NEW.attempt, NEW.error,
-            CASE WHEN NEW.status = 'requested' AND NEW.attempt_kind = 'manual'
+            CASE WHEN NEW.status = 'completed' AND NEW.completed_by IS NOT NULL
+                 THEN 'completed by hand by ' || NEW.completed_by
+                 WHEN NEW.status = 'requested' AND NEW.attempt_kind = 'manual'
                       AND OLD.status IN ('failed', 'timeout', 'abandoned') THEN 'manual retry'
                  WHEN NEW.status = 'requested'
                       AND OLD.status IN ('failed', 'timeout', 'abandoned')

@@ -1,5 +1,5 @@
 /*
- * `warren dlq stats|list|show|resolve|redrive|purge`: dead letters as a workflow
+ * `warren dlq stats|list|queue|show|resolve|redrive|purge`: dead letters as a workflow
  * (docs/dead-letters.md), through the executor's API when WARREN_API_URL is set, else on the
  * database URL with the API's own statements (warren/dlq.h): --json prints the same documents
  * either way.
@@ -19,7 +19,8 @@
 #define DLQ_LIST_DEFAULT_LIMIT "50"
 #define CURSOR_PREFIX "c1."
 
-static const char dlq_usage_line[] = "warren dlq stats|list|show|resolve|redrive|purge|redrive-all|"
+static const char dlq_usage_line[] = "warren dlq stats|list|queue|show|resolve|redrive|purge|"
+                                     "redrive-all|"
                                      "task|cancel-task [ID] [OPTIONS] [--json] [-c FILE]";
 
 typedef struct dlq_opts {
@@ -45,6 +46,9 @@ static void dlq_usage(FILE *out)
         "  stats [FILTER]        counts by reason, queue and resolution, the oldest pending\n"
         "                        age and the mean time to resolve\n"
         "  list [FILTER]         records newest first (--limit N, --cursor C for the next page)\n"
+        "  queue                 the investigation queue: open records, most urgent first\n"
+        "                        (reason weight x (1 + ln(1 + age in minutes))), with their\n"
+        "                        PRIORITY (--limit N, --cursor C for the next page)\n"
         "  show ID               one record with its snapshot (execution, attempts, x-death,\n"
         "                        raw body and headers, stderr tail, breakers)\n"
         "  resolve ID --resolution R [--notes TEXT]\n"
@@ -104,8 +108,9 @@ static bool is_task(const dlq_opts_t *o)
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
 {
-    static const char *const subs[] = {"stats", "list",        "show", "resolve",     "redrive",
-                                       "purge", "redrive-all", "task", "cancel-task", NULL};
+    static const char *const subs[] = {"stats",   "list",        "queue", "show",
+                                       "resolve", "redrive",     "purge", "redrive-all",
+                                       "task",    "cancel-task", NULL};
     if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
         return 1;
     if (argc < 2 || !dlq_word_known(subs, argv[1])) {
@@ -204,13 +209,15 @@ static const char *x_death_word(json_object *it)
     return json_object_get_boolean(v) ? "broker" : "claim";
 }
 
-static int print_list(json_object *doc)
+/* The list, or the queue (queue: with each record's PRIORITY first). */
+static int print_list(json_object *doc, bool queue)
 {
-    static const char *const heads[] = {"ID",         "EXECUTION", "REASON",  "CAUSE",
-                                        "RESOLUTION", "QUEUE",     "X-DEATH", "AGE"};
+    static const char *const heads[] = {"PRIORITY",   "ID",    "EXECUTION", "REASON", "CAUSE",
+                                        "RESOLUTION", "QUEUE", "X-DEATH",   "AGE"};
     json_object *items;
     cli_table_t t;
-    if (!json_object_object_get_ex(doc, "items", &items) || cli_table_init(&t, 8, heads) != 0)
+    if (!json_object_object_get_ex(doc, "items", &items) ||
+        cli_table_init(&t, queue ? 9 : 8, heads + (queue ? 0 : 1)) != 0)
         return EXIT_RUNTIME;
     for (size_t i = 0; i < json_object_array_length(items); i++) {
         json_object *it = json_object_array_get_idx(items, i);
@@ -218,10 +225,10 @@ static int print_list(json_object *doc)
         json_object *a;
         cli_fmt_duration(json_object_object_get_ex(it, "age_s", &a) ? json_object_get_double(a) : 0,
                          age, sizeof age);
-        const char *row[] = {
-            str(it, "id"),         str(it, "execution_id"), str(it, "reason"), str(it, "cause"),
-            str(it, "resolution"), str(it, "queue"),        x_death_word(it),  age};
-        if (cli_table_add(&t, row) != 0) {
+        const char *row[] = {str(it, "priority"), str(it, "id"),    str(it, "execution_id"),
+                             str(it, "reason"),   str(it, "cause"), str(it, "resolution"),
+                             str(it, "queue"),    x_death_word(it), age};
+        if (cli_table_add(&t, row + (queue ? 0 : 1)) != 0) {
             cli_table_free(&t);
             return EXIT_RUNTIME;
         }
@@ -260,8 +267,8 @@ static int print_doc(const dlq_opts_t *o, const char *text)
     if (!strcmp(o->sub, "show")) {
         printf("%s\n", json_object_to_json_string_ext(doc, o->json ? JSON_C_TO_STRING_PLAIN
                                                                    : JSON_C_TO_STRING_PRETTY));
-    } else if (!strcmp(o->sub, "list")) {
-        rc = print_list(doc);
+    } else if (!strcmp(o->sub, "list") || !strcmp(o->sub, "queue")) {
+        rc = print_list(doc, !strcmp(o->sub, "queue"));
     } else if (!strcmp(o->sub, "stats")) {
         printf("total: %s\n", str(doc, "total"));
         print_counts(doc, "by_reason", "by reason");
@@ -330,6 +337,10 @@ static int run_api(const dlq_opts_t *o)
             add_query(path, sizeof path, "limit", o->limit);
             add_query(path, sizeof path, "cursor", o->cursor);
         }
+    } else if (!strcmp(o->sub, "queue")) {
+        snprintf(path, sizeof path, "/api/v1/dead-letters/investigation-queue");
+        add_query(path, sizeof path, "limit", o->limit);
+        add_query(path, sizeof path, "cursor", o->cursor);
     } else if (!strcmp(o->sub, "redrive-all")) {
         snprintf(path, sizeof path, "/api/v1/redrive-tasks");
         method = "POST";
@@ -423,6 +434,25 @@ static int db_list(PGconn *db, const dlq_opts_t *o, json_object *filter)
         snprintf(doc, len, "{\"items\":%s,\"next_cursor\":%s}", items, next);
         rc = print_doc(o, doc);
     }
+    free(doc);
+    PQclear(res);
+    return rc;
+}
+
+static int db_queue(PGconn *db, const dlq_opts_t *o)
+{
+    char buf[80];
+    const char *as_of = NULL, *priority = NULL, *after = NULL;
+    if (o->cursor && dlq_queue_cursor(o->cursor, buf, sizeof buf, &as_of, &priority, &after) != 0) {
+        fprintf(stderr, "warren dlq: --cursor: not one warren gave out\n");
+        return EXIT_USAGE;
+    }
+    const char *p[] = {as_of, priority, after, o->limit};
+    PGresult *res = cli_db_query(db, "dlq", q_dl_queue, 4, p);
+    if (!res)
+        return EXIT_RUNTIME;
+    char *doc = dlq_queue_page(res, o->limit);
+    int rc = doc ? print_doc(o, doc) : EXIT_RUNTIME;
     free(doc);
     PQclear(res);
     return rc;
@@ -567,6 +597,8 @@ static int dlq_run(PGconn *db, const warren_config_t *cfg, const void *opts)
     const char *ftext = json_object_to_json_string_ext(filter, JSON_C_TO_STRING_PLAIN);
     if (!strcmp(o->sub, "list")) {
         rc = db_list(db, o, filter);
+    } else if (!strcmp(o->sub, "queue")) {
+        rc = db_queue(db, o);
     } else if (!strcmp(o->sub, "redrive-all") || is_task(o)) {
         rc = db_task(db, cfg, o, filter, who);
     } else if (!strcmp(o->sub, "purge")) {

@@ -227,6 +227,23 @@ const char q_dl_list[] =
     " FROM dead_letters d WHERE warren_dl_match(d, $1::jsonb)"
     " ORDER BY d.id DESC LIMIT $2::integer) p";
 
+/* Every page of one walk ranks the records at its first page's as_of, so that records that
+ * age at different rates keep their order from page to page; records that came later wait for
+ * the next walk. */
+const char q_dl_queue[] =
+    "WITH p AS (SELECT coalesce(timestamptz 'epoch' + $1::bigint * interval '1 microsecond',"
+    "   now()) AS as_of),"
+    " q AS (SELECT d.id, warren_dl_priority(d.investigation_reason, d.received_at, p.as_of) AS pr"
+    "   FROM dead_letters d, p WHERE d.resolution IN ('pending', 'investigating')"
+    "   AND d.investigation_reason IS NOT NULL AND d.received_at <= p.as_of),"
+    " page AS (SELECT q.id, q.pr FROM q WHERE $2::numeric IS NULL OR q.pr < $2::numeric"
+    "   OR (q.pr = $2::numeric AND q.id > $3::bigint) ORDER BY q.pr DESC, q.id LIMIT $4::int),"
+    " last AS (SELECT page.pr, page.id FROM page ORDER BY page.pr, page.id DESC LIMIT 1) "
+    "SELECT coalesce(jsonb_agg(warren_dl_item(d) || jsonb_build_object('priority', page.pr)"
+    "   ORDER BY page.pr DESC, page.id), '[]')::text AS doc, count(*) AS n,"
+    " (SELECT '" DLQ_QUEUE_CURSOR_PREFIX "' || (extract(epoch FROM p.as_of) * 1000000)::bigint"
+    "   || '_' || last.pr || '_' || last.id FROM p, last) AS next"
+    " FROM page JOIN dead_letters d ON d.id = page.id";
 const char q_dl_show[] = "SELECT warren_dl_doc(d)::text AS doc FROM dead_letters d WHERE d.id = $1";
 
 /* Stats of a filter on reason, queue and resolution alone (or none) add up the tallies of
@@ -488,3 +505,46 @@ const char q_rt_cancel[] =
     "SELECT t.before, coalesce(to_jsonb(u), (SELECT to_jsonb(x) FROM redrive_tasks x"
     " WHERE x.id = t.id))::text AS doc FROM t LEFT JOIN u ON u.id = t.id";
 /* clang-format on */
+
+/* Digits only, 1 to 18 of them (an int64). */
+static bool digits(const char *s)
+{
+    size_t n = strlen(s);
+    return n >= 1 && n <= 18 && strspn(s, "0123456789") == n;
+}
+
+int dlq_queue_cursor(const char *c, char *buf, size_t len, const char **as_of,
+                     const char **priority, const char **id)
+{
+    size_t plen = strlen(DLQ_QUEUE_CURSOR_PREFIX);
+    *as_of = *priority = *id = NULL;
+    if (strncmp(c, DLQ_QUEUE_CURSOR_PREFIX, plen) || strlen(c + plen) >= len)
+        return -1;
+    snprintf(buf, len, "%s", c + plen);
+    char *p = strchr(buf, '_'), *q = p ? strchr(p + 1, '_') : NULL;
+    if (!p || !q)
+        return -1;
+    *p = *q = '\0';
+    const char *pr = p + 1;
+    bool ok = digits(buf) && digits(q + 1) && *pr && *pr != '.' && strlen(pr) <= 24 &&
+              strspn(pr, "0123456789.") == strlen(pr) && strchr(pr, '.') == strrchr(pr, '.');
+    if (ok) {
+        *as_of = buf;
+        *priority = pr;
+        *id = q + 1;
+    }
+    return ok ? 0 : -1;
+}
+
+char *dlq_queue_page(PGresult *res, const char *limit)
+{
+    const char *doc = PQgetvalue(res, 0, 0);
+    bool full = !strcmp(PQgetvalue(res, 0, 1), limit) && !PQgetisnull(res, 0, 2);
+    size_t len = strlen(doc) + strlen(PQgetvalue(res, 0, 2)) + 48;
+    char *body = malloc(len);
+    if (body && full)
+        snprintf(body, len, "{\"items\":%s,\"next_cursor\":\"%s\"}", doc, PQgetvalue(res, 0, 2));
+    else if (body)
+        snprintf(body, len, "{\"items\":%s,\"next_cursor\":null}", doc);
+    return body;
+}

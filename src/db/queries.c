@@ -85,6 +85,13 @@ const char q_retry[] =
     " FROM t LEFT JOIN u ON u.id = t.id";
 /* clang-format on */
 
+const char q_investigate[] = "SELECT outcome, status, record_id, doc::text AS doc"
+                             " FROM warren_investigate($1::bigint, $2, $3)";
+
+const char q_complete[] =
+    "SELECT outcome, before, attempt, why, \"row\"::text AS row"
+    " FROM warren_complete_by_hand($1::bigint, $2::jsonb, $3, $4, $5::int, $6::jsonb)";
+
 const char *retry_refusal(const char *before)
 {
     static const struct {

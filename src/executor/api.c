@@ -61,6 +61,8 @@ static int add_routes(api_t *x)
            http_route(s, W | Q | HTTP_GET, "/api/v1/workers", api_workers, x) ||
            http_route(s, W | Q | HTTP_GET, "/api/v1/dead-letters", api_dl_list, x) ||
            http_route(s, W | Q | HTTP_GET, "/api/v1/dead-letters/stats", api_dl_stats, x) ||
+           http_route(s, W | Q | HTTP_GET, "/api/v1/dead-letters/investigation-queue", api_dl_queue,
+                      x) ||
            http_route(s, W | HTTP_POST, "/api/v1/dead-letters/purge", api_dl_purge, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/dead-letters/resolve", api_dl_resolve, x) ||
            http_route(s, W | HTTP_GET | HTTP_PATCH, "/api/v1/dead-letters/{}", api_dl_one, x) ||
@@ -71,7 +73,9 @@ static int add_routes(api_t *x)
            http_route(s, W | HTTP_GET, "/api/v1/redrive-tasks/{}", api_redrive_task, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel,
                       x) ||
-           http_route(s, W | HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x);
+           http_route(s, W | HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/executions/{}/investigate", api_investigate, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/executions/{}/complete", api_complete, x);
 }
 
 int api_start(api_t *x)

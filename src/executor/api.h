@@ -140,6 +140,12 @@ void api_redrive_tasks(http_req_t *r, void *arg);
 void api_redrive_task(http_req_t *r, void *arg);
 void api_redrive_task_cancel(http_req_t *r, void *arg);
 
+/* api_operator.c: GET /api/v1/dead-letters/investigation-queue, POST
+ * /api/v1/executions/{id}/investigate and .../complete. */
+void api_dl_queue(http_req_t *r, void *arg);
+void api_investigate(http_req_t *r, void *arg);
+void api_complete(http_req_t *r, void *arg);
+
 /* api_exec.c */
 void api_submit(http_req_t *r, void *arg);
 void api_get_execution(http_req_t *r, void *arg);

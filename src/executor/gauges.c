@@ -6,7 +6,10 @@
  * queue has had something not yet stored (ready in the queue or held unacked by this
  * executor) without a break, as seen by these refreshes, or the exact age (x-death) of the
  * oldest one held unacked when that is more: a lower bound, GAUGES_INTERVAL_MS fine. The same
- * refresh counts the status changes (warren_execution_transitions_total) from the history.
+ * refresh counts the status changes (warren_execution_transitions_total) from the history,
+ * and the open investigation records by resolution with the oldest one's age: the count from the
+ * dead-letter tallies (schema 027: a few rows, folded every 64), the age from the first entry of
+ * dead_letters_resolution_idx (resolution, received_at); neither reads the records.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -56,6 +59,14 @@ static const char created_upto_sql[] =
     " (SELECT max(id) FROM executions WHERE id > $1::bigint), $1::bigint)";
 static const char created_sql[] =
     "SELECT count(*) FROM executions WHERE id > $1::bigint AND id <= $2::bigint";
+
+/* Open records, pending then investigating: how many, and the oldest one's age in seconds. */
+static const char open_sql[] =
+    "SELECT r.resolution,"
+    " coalesce((SELECT sum(t.n) FROM dead_letter_tallies t WHERE t.resolution = r.resolution), 0),"
+    " coalesce(extract(epoch FROM now() - (SELECT min(d.received_at) FROM dead_letters d"
+    "   WHERE d.resolution = r.resolution)), 0)"
+    " FROM (VALUES (1, 'pending'), (2, 'investigating')) AS r(i, resolution) ORDER BY r.i";
 
 static const char live_sql[] =
     "SELECT count(*) FROM workers w WHERE warren_worker_live(w, $1::int)";
@@ -168,8 +179,15 @@ static int refresh_fn(PGconn *db, void *arg, char *err, size_t errlen)
     char factor[16];
     snprintf(factor, sizeof factor, "%d", r->job->cfg->executor.heartbeat_stale_factor);
     const char *params[] = {factor};
-    PGresult *b = NULL, *a = NULL, *l = NULL;
+    PGresult *b = NULL, *a = NULL, *l = NULL, *o = NULL;
     int rc = db_exec(db, backlog_sql, 0, NULL, &b, err, errlen);
+    if (rc == 0)
+        rc = db_exec(db, open_sql, 0, NULL, &o, err, errlen);
+    for (int i = 0; rc == 0 && i < PQntuples(o) && i < 2; i++) {
+        r->g.dl_open[i] = strtoll(PQgetvalue(o, i, 1), NULL, 10);
+        r->g.dl_open_oldest_age[i] = strtod(PQgetvalue(o, i, 2), NULL);
+    }
+    PQclear(o);
     if (rc == 0)
         rc = db_exec(db, actions_sql, 1, params, &a, err, errlen);
     if (rc == 0)
@@ -233,6 +251,9 @@ void gauges_run(gauges_t *job)
         memcpy(r.g.actions, job->values.actions, sizeof r.g.actions);
         r.g.n_actions = job->values.n_actions;
         r.g.live_workers = job->values.live_workers;
+        memcpy(r.g.dl_open, job->values.dl_open, sizeof r.g.dl_open);
+        memcpy(r.g.dl_open_oldest_age, job->values.dl_open_oldest_age,
+               sizeof r.g.dl_open_oldest_age);
         r.g.refreshed_ms = job->values.refreshed_ms;
         memcpy(r.g.transitions, job->values.transitions, sizeof r.g.transitions);
         r.g.events_upto = job->values.events_upto;
@@ -240,6 +261,17 @@ void gauges_run(gauges_t *job)
     }
     refresh_dlq(job, &r.g);
     job->values = r.g;
+}
+
+/* The samples of family name for the open resolutions, pending and investigating (v[0], v[1]). */
+static void by_open_resolution(metrics_out_t *o, const char *name, const double v[2])
+{
+    static const char *const resolutions[] = {"pending", "investigating"};
+    for (int i = 0; i < 2; i++) {
+        char labels[64] = "";
+        (void)metrics_label(labels, sizeof labels, "resolution", resolutions[i]);
+        metrics_sample(o, name, labels, v[i]);
+    }
 }
 
 void gauges_collect(metrics_out_t *o, void *arg)
@@ -274,6 +306,15 @@ void gauges_collect(metrics_out_t *o, void *arg)
                    "How long the dead-letter queue has had unstored messages without a break "
                    "(0 when none; a lower bound, measured every 10 s)");
     metrics_sample(o, "warren_dead_letter_oldest_age_seconds", "", g->dlq_oldest_age);
+    metrics_family(o, "warren_dead_letters_open", "gauge",
+                   "Open investigation records (dead letters pending or investigating), by "
+                   "resolution (refreshed every 10 s)");
+    const double open[2] = {(double)g->dl_open[0], (double)g->dl_open[1]};
+    by_open_resolution(o, "warren_dead_letters_open", open);
+    metrics_family(o, "warren_dead_letters_open_oldest_age_seconds", "gauge",
+                   "Age of the oldest open investigation record, by resolution (0 when none; "
+                   "refreshed every 10 s)");
+    by_open_resolution(o, "warren_dead_letters_open_oldest_age_seconds", g->dl_open_oldest_age);
     metrics_family(o, "warren_execution_transitions_total", "counter",
                    "Execution status changes since this executor started: the happy path's "
                    "steps this executor made, at once; every other change (whoever made it) "

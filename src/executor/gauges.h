@@ -28,6 +28,10 @@ typedef struct gauges_values {
     int64_t dlq_messages;  /* ready in the dead-letter queue (passive declare) */
     double dlq_oldest_age; /* seconds: see gauges.c */
     int64_t dlq_nonempty_since_ms;
+    /* Open investigation records, [0] pending and [1] investigating 
+     * how many (the dead-letter tallies) and the oldest one's age in seconds (0: none). */
+    int64_t dl_open[2];
+    double dl_open_oldest_age[2];
     int64_t refreshed_ms; /* wall clock of the last refresh, 0: never */
     bool db_ok;
     /* Status changes in execution_events (and creations) since this executor started,
