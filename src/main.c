@@ -37,7 +37,8 @@ static void usage(FILE *out)
             "Configuration: -c FILE or WARREN_CONFIG; WARREN__SECTION__KEY overrides any key.\n"
             "submit, get, list, workers, cancel, retry, investigate, complete, dlq and staleness\n"
             "use the executor's HTTP API when WARREN_API_URL is set (WARREN_API_KEY: the key),\n"
-            "else the database.\n"
+            "else the database. An https:// URL is verified against the system's CAs or\n"
+            "WARREN_API_CA (a PEM file); WARREN_API_INSECURE=1 skips the check.\n"
             "Exit codes: 0 ok, 1 runtime failure, 2 usage or configuration error.\n");
 }
 

@@ -6,7 +6,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include "cli/cli_api.h"
@@ -53,20 +57,21 @@ static void on_reply(struct evhttp_request *req, void *arg)
     }
 }
 
-/* The API URL's parts: host, port and the path prefix (without a trailing "/"). */
+/* The API URL's parts: host, port, https or not, and the path prefix (without a trailing "/"). */
 static int parse_url(const char *cmd, const char *url, char *host, size_t hostlen, int *port,
-                     char *prefix, size_t prefixlen)
+                     bool *tls, char *prefix, size_t prefixlen)
 {
     struct evhttp_uri *u = evhttp_uri_parse(url);
     const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
     const char *h = u ? evhttp_uri_get_host(u) : NULL;
-    if (!u || !scheme || strcmp(scheme, "http") || !h || !*h) {
-        fprintf(stderr, "warren %s: WARREN_API_URL must be http://HOST[:PORT][/PREFIX]\n", cmd);
+    *tls = scheme && !strcmp(scheme, "https");
+    if (!u || !scheme || (strcmp(scheme, "http") && !*tls) || !h || !*h) {
+        fprintf(stderr, "warren %s: WARREN_API_URL must be http[s]://HOST[:PORT][/PREFIX]\n", cmd);
         evhttp_uri_free(u);
         return -1;
     }
     snprintf(host, hostlen, "%s", h);
-    *port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : 80;
+    *port = evhttp_uri_get_port(u) > 0 ? evhttp_uri_get_port(u) : *tls ? 443 : 80;
     const char *p = evhttp_uri_get_path(u);
     snprintf(prefix, prefixlen, "%s", p ? p : "");
     size_t n = strlen(prefix);
@@ -76,23 +81,101 @@ static int parse_url(const char *cmd, const char *url, char *host, size_t hostle
     return 0;
 }
 
+/*
+ * The TLS side of an https:// WARREN_API_URL: the server's certificate verified against
+ * WARREN_API_CA (a PEM file) or the system's CAs, and its name against the URL's host; TLS 1.2
+ * at least. WARREN_API_INSECURE=1 skips the verification and says so on stderr. NULL (said on
+ * stderr) when the CA file cannot be used.
+ */
+static SSL *tls_client(const char *cmd, const char *host, SSL_CTX **ctx_out)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    *ctx_out = ctx;
+    if (!ctx)
+        return NULL;
+    (void)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    const char *ca = getenv("WARREN_API_CA"), *insecure = getenv("WARREN_API_INSECURE");
+    bool verify = !(insecure && !strcmp(insecure, "1"));
+    if (!verify) {
+        fprintf(stderr, "warren %s: WARREN_API_INSECURE=1: the API's certificate is not verified\n",
+                cmd);
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    } else {
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+        int ok = ca && *ca ? SSL_CTX_load_verify_locations(ctx, ca, NULL)
+                           : SSL_CTX_set_default_verify_paths(ctx);
+        if (ok != 1) {
+            char why[256];
+            ERR_error_string_n(ERR_get_error(), why, sizeof why);
+            fprintf(stderr, "warren %s: WARREN_API_CA %s: %s\n", cmd, ca ? ca : "", why);
+            SSL_CTX_free(ctx);
+            *ctx_out = NULL; /* said: the caller says nothing more */
+            return NULL;
+        }
+    }
+    SSL *ssl = SSL_new(ctx);
+    if (!ssl)
+        return NULL;
+    bool ip = strchr(host, ':') || strspn(host, "0123456789.") == strlen(host);
+    if (!ip)
+        (void)SSL_set_tlsext_host_name(ssl, host); /* SNI, for a proxy or ingress in front */
+    if (verify) {
+        X509_VERIFY_PARAM *param = SSL_get0_param(ssl);
+        if (ip ? X509_VERIFY_PARAM_set1_ip_asc(param, host) != 1 : SSL_set1_host(ssl, host) != 1) {
+            SSL_free(ssl);
+            return NULL;
+        }
+    }
+    return ssl;
+}
+
+/* Why a TLS connection gave no answer: the certificate check's verdict, else OpenSSL's error. */
+static void tls_why(SSL *ssl, struct bufferevent *bev, char *buf, size_t len)
+{
+    long v = SSL_get_verify_result(ssl);
+    unsigned long e = bufferevent_get_openssl_error(bev);
+    if (v != X509_V_OK)
+        snprintf(buf, len, "the API's certificate: %s", X509_verify_cert_error_string(v));
+    else if (e)
+        ERR_error_string_n(e, buf, len);
+    else
+        buf[0] = '\0';
+}
+
 int cli_api_request(const char *cmd, const char *method, const char *path, const char *body,
                     char **out)
 {
     char host[256], prefix[512];
     int port;
+    bool tls;
     *out = NULL;
-    if (parse_url(cmd, cli_api_url(), host, sizeof host, &port, prefix, sizeof prefix) != 0)
+    if (parse_url(cmd, cli_api_url(), host, sizeof host, &port, &tls, prefix, sizeof prefix) != 0)
         return -1;
     struct event_base *base = event_base_new();
-    struct evhttp_connection *conn =
-        base ? evhttp_connection_base_new(base, NULL, host, (uint16_t)port) : NULL;
+    SSL_CTX *ctx = NULL;
+    SSL *ssl = base && tls ? tls_client(cmd, host, &ctx) : NULL;
+    struct bufferevent *bev = ssl ? bufferevent_openssl_socket_new(base, -1, ssl,
+                                                                   BUFFEREVENT_SSL_CONNECTING,
+                                                                   BEV_OPT_CLOSE_ON_FREE)
+                                  : NULL;
+    if (bev) /* most servers close without close_notify once they have answered */
+        bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+    else if (ssl)
+        SSL_free(ssl);
+    struct evhttp_connection *conn = !base || (tls && !bev)
+                                         ? NULL
+                                         : evhttp_connection_base_bufferevent_new(
+                                               base, NULL, bev, host, (uint16_t)port);
     reply_t r = {0};
     struct evhttp_request *req = conn ? evhttp_request_new(on_reply, &r) : NULL;
     if (!req) {
-        fprintf(stderr, "warren %s: out of memory\n", cmd);
+        if (!tls || ctx)
+            fprintf(stderr, "warren %s: cannot set up the request to the API\n", cmd);
         if (conn)
             evhttp_connection_free(conn);
+        else if (bev)
+            bufferevent_free(bev);
+        SSL_CTX_free(ctx);
         if (base)
             event_base_free(base);
         return -1;
@@ -121,10 +204,15 @@ int cli_api_request(const char *cmd, const char *method, const char *path, const
     if (evhttp_make_request(conn, req, type, full) == 0)
         while (!r.done && event_base_loop(base, EVLOOP_ONCE) == 0)
             ;
-    evhttp_connection_free(conn);
+    char why[300] = "";
+    if (!r.code && tls)
+        tls_why(bufferevent_openssl_get_ssl(bev), bev, why, sizeof why);
+    evhttp_connection_free(conn); /* and bev, and its SSL */
+    SSL_CTX_free(ctx);
     event_base_free(base);
     if (!r.code) {
-        fprintf(stderr, "warren %s: no answer from the API at %s\n", cmd, cli_api_url());
+        fprintf(stderr, "warren %s: no answer from the API at %s%s%s\n", cmd, cli_api_url(),
+                why[0] ? ": " : "", why);
         free(r.body);
         return -1;
     }

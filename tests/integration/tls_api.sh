@@ -5,7 +5,9 @@
 # api.tls_client_ca_file a client without a certificate of that CA is refused and one with it
 # gets in; SIGHUP swaps a renewed certificate (same paths, new files) for new connections; a
 # missing key file stops the start with an error naming the key; a worker's http_listen serves
-# HTTPS with its own keys; a non-loopback api.listen without TLS logs a warning.
+# HTTPS with its own keys; a non-loopback api.listen without TLS logs a warning. The CLI's
+# submit, get and dlq list work over https:// with WARREN_API_CA, check the host name, refuse a
+# CA they do not know and skip the check only with WARREN_API_INSECURE=1, which they say.
 # shellcheck disable=SC2154 # w is set by new_worker (printf -v)
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
@@ -66,6 +68,41 @@ fi
 # The server's refusal (alert 70), not the client's own policy.
 assert_contains "$(cat "$TEST_TMP/tls11.out")" "alert protocol version"
 assert_eq 200 "$(https_code "$stack_tls/ca.pem" /livez)" "still serving"
+
+log "the CLI over HTTPS: WARREN_API_CA, the host name checked, WARREN_API_INSECURE"
+# cli_https NAME URL [VAR=VALUE...] -- ARGS...: the CLI over the API, stdout printed; its exit
+# status in $TEST_TMP/NAME.rc (rc_of NAME), stderr in $TEST_TMP/NAME.err.
+cli_https() {
+    local name=$1 url=$2 vars=() rc=0
+    shift 2
+    while [ "$1" != -- ]; do vars+=("$1"); shift; done
+    shift
+    env -u WARREN__DATABASE__URL WARREN_API_URL="$url" WARREN_API_KEY="$API_WRITE_KEY" "${vars[@]}" \
+        "$WARREN_BIN" "$@" 2>"$TEST_TMP/$name.err" || rc=$?
+    echo "$rc" >"$TEST_TMP/$name.rc"
+}
+rc_of() { cat "$TEST_TMP/$1.rc"; }
+action=$(unique_name tls.act)
+forget_executions "$action"
+id=$(cli_https submit "https://localhost:$port" WARREN_API_CA="$stack_tls/ca.pem" -- submit "$action")
+assert_eq 0 "$(rc_of submit)" "warren submit over HTTPS ($(cat "$TEST_TMP/submit.err"))"
+assert_eq "$action" "$(exec_field "$id" action_ref)" "the row the CLI made over HTTPS"
+got=$(cli_https get "https://localhost:$port" WARREN_API_CA="$stack_tls/ca.pem" -- get "$id" --json)
+assert_eq "$id" "$(jq -r .id <<<"$got")" "warren get over HTTPS"
+cli_https dlq "https://localhost:$port" WARREN_API_CA="$stack_tls/ca.pem" -- dlq list --limit 1 >/dev/null
+assert_eq 0 "$(rc_of dlq)" "warren dlq list over HTTPS ($(cat "$TEST_TMP/dlq.err"))"
+cli_https noca "https://localhost:$port" -- get "$id" >/dev/null
+assert_eq 1 "$(rc_of noca)" "the stack's CA is not among the system's"
+assert_contains "$(cat "$TEST_TMP/noca.err")" "the API's certificate: unable to get local issuer certificate"
+cli_https byip "https://127.0.0.1:$port" WARREN_API_CA="$stack_tls/ca.pem" -- get "$id" >/dev/null
+assert_eq 1 "$(rc_of byip)" "a certificate for localhost does not do for 127.0.0.1"
+assert_contains "$(cat "$TEST_TMP/byip.err")" "the API's certificate: IP address mismatch"
+got=$(cli_https insecure "https://127.0.0.1:$port" WARREN_API_INSECURE=1 -- get "$id" --json)
+assert_eq "0|$id" "$(rc_of insecure)|$(jq -r .id <<<"$got")" "WARREN_API_INSECURE=1 skips the check"
+assert_contains "$(cat "$TEST_TMP/insecure.err")" "WARREN_API_INSECURE=1: the API's certificate is not verified"
+cli_https badca "https://localhost:$port" WARREN_API_CA="$certs/missing.pem" -- get "$id" >/dev/null
+assert_eq 1 "$(rc_of badca)" "a CA file that is not there"
+assert_contains "$(cat "$TEST_TMP/badca.err")" "WARREN_API_CA $certs/missing.pem"
 
 log "SIGHUP: a renewed certificate (same paths) for new connections"
 cp "$certs/renewed.pem" "$certs/api.pem"
