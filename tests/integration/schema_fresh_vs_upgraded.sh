@@ -71,7 +71,14 @@ log "upgraded with this tree"
 migrate "$UPGRADED"
 assert_eq 0 "$RC" "upgrade: $OUT"
 assert_contains "$OUT" "re-applied ${#DEFS[@]} definition files"
-assert_contains "$OUT" "no migration to apply"
+# The migrations numbered after the release are applied now; with none, nothing is.
+newer=$(comm -13 <(find "$OLD/schema" -maxdepth 1 -name '[0-9]*_*.sql' -printf '%f\n' | sort) \
+    <(find "$WARREN_SOURCE_DIR/schema" -maxdepth 1 -name '[0-9]*_*.sql' -printf '%f\n' | sort) | wc -l)
+if [ "$newer" -eq 0 ]; then
+    assert_contains "$OUT" "no migration to apply"
+else
+    assert_contains "$OUT" "applied $newer migration"
+fi
 migrate "$UPGRADED"
 assert_eq 0 "$RC" "second upgrade run: $OUT"
 assert_contains "$OUT" "nothing to apply"

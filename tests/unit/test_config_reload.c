@@ -59,6 +59,7 @@ static const char *const reloadable[] = {
     "api.keys_file",
     "api.auth_reads",
     "api.statement_timeout_ms",
+    "api.idempotency_window_s",
     "worker.heartbeat_interval_s",
     "worker.default_timeout_s",
     "worker.action_timeouts",
