@@ -4,7 +4,8 @@
 # Idempotency-Key header; another request with that key is 409 naming the execution; a retried
 # batch of 1,000 keyed submissions still makes 1,000 rows; 20 concurrent submits of one key make
 # one row; after api.idempotency_window_s the key is taken anew and retention prunes expired
-# keys; a submit without a key writes no key row.
+# keys; `warren submit --idempotency-key` on the database URL (and over the API) follows the
+# same rules, and a submit without a key writes no key row.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/executor.sh"
@@ -84,6 +85,30 @@ expect 201 POST /api/v1/executions "{\"action_ref\": \"$action\"}"
 assert_eq null "$(jq -r '.replayed' <<<"$CALL_BODY")" "no replayed member without a key"
 assert_eq "$before" "$(psql_q "select count(*) from execution_idempotency_keys")" "key rows"
 
+log "the CLI on the database URL: the same rules, and the keys the API took"
+cli() { WARREN__LOG__LEVEL=warn "$WARREN_BIN" "$@"; }
+cid=$(cli submit "$action" --params '{"cli": 1}' --idempotency-key "cli-$k")
+assert_eq "$cid" "$(key_row "cli-$k")" "key row of the CLI"
+again=$(cli submit "$action" --params '{ "cli" : 1 }' --idempotency-key "cli-$k" 2>"$TEST_TMP/cli.err")
+assert_eq "$cid" "$again" "the CLI's replay prints the same id"
+assert_contains "$(cat "$TEST_TMP/cli.err")" "names execution $cid"
+assert_eq "$id|true" "$(cli submit "$action" --params '{"b": [2], "a": 1}' --idempotency-key "$k" --json 2>/dev/null | jq -r '"\(.id)|\(.replayed)"')" "the CLI replays the API's key"
+rc=0
+cli submit "$action" --params '{"cli": 2}' --idempotency-key "cli-$k" >/dev/null 2>"$TEST_TMP/cli.err" || rc=$?
+assert_eq 1 "$rc" "exit status of the CLI's conflict"
+assert_contains "$(cat "$TEST_TMP/cli.err")" "names execution $cid, submitted with a different request"
+rc=0
+cli submit "$action" --idempotency-key "a b" >/dev/null 2>&1 || rc=$?
+assert_eq 2 "$rc" "exit status of a bad key"
+assert_eq 1 "$(rows "and params ? 'cli'")" "rows of the CLI"
+viaapi=$(env -u WARREN__DATABASE__URL WARREN_API_URL="$API" WARREN_API_KEY="$API_WRITE_KEY" \
+    WARREN__LOG__LEVEL=warn "$WARREN_BIN" submit "$action" --params '{"cli": 1}' --idempotency-key "cli-$k" 2>"$TEST_TMP/cli.err")
+assert_eq "$cid" "$viaapi" "the CLI over the API replays it too"
+assert_contains "$(cat "$TEST_TMP/cli.err")" "names execution $cid"
+WARREN__API__IDEMPOTENCY_WINDOW_S=1 cli submit "$action" --idempotency-key "cliw-$k" >/dev/null
+sleep 1.2
+cnew=$(WARREN__API__IDEMPOTENCY_WINDOW_S=1 cli submit "$action" --params '{"other": 1}' --idempotency-key "cliw-$k")
+assert_eq "$cnew" "$(key_row "cliw-$k")" "the CLI takes an expired key anew"
 exec_stop "$EXEC_PID" ex
 
 log "a short window: an expired key is taken anew, and retention prunes expired keys"
