@@ -145,6 +145,7 @@ typedef struct warren_config {
         int statement_timeout_ms; /* the API lane's bound on a statement and on waiting for one */
         int pool_size;            /* the API lane's connections for reads (writes have one more) */
         int queue_size;           /* API requests that may wait for a connection of the lane */
+        int idempotency_window_s; /* an idempotency key names its execution this long */
     } api;
     struct {
         char *name; /* "" -> WARREN_WORKER_NAME or host name */

@@ -23,6 +23,12 @@ bool ids_worker_valid(const char *id);
 bool ids_action_ref_valid(const char *ref);
 #define IDS_ACTION_REF_RULE "use 1 to 255 letters, digits, '.', '_' or '-', not starting with '.'"
 
+/* Idempotency keys of submissions (docs/api.md): 1 to 255 printable ASCII characters without
+ * spaces (a UUID, a hash, "order-42:charge"); the database checks the same (schema 032). */
+#define IDEMPOTENCY_KEY_MAX 255
+bool ids_idempotency_key_valid(const char *key);
+#define IDS_IDEMPOTENCY_KEY_RULE "use 1 to 255 printable ASCII characters, without spaces"
+
 /* A worker process's incarnation (docs/worker.md): 32 lowercase hex digits (16 random bytes),
  * fixed for the life of the process and sent in its heartbeats and reports. */
 #define INCARNATION_LEN 32

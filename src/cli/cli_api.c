@@ -351,8 +351,9 @@ int cli_api_submit(json_object *req, bool json, bool wait, int64_t wait_timeout_
     char *body = NULL;
     int code = cli_api_request("submit", "POST", "/api/v1/executions",
                                json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &body);
-    json_object *row = code == 201 ? cli_api_json("submit", body) : NULL;
-    if (code > 0 && code != 201)
+    bool ok = code == 201 || code == 200; /* 200: an idempotency key's replay */
+    json_object *row = ok ? cli_api_json("submit", body) : NULL;
+    if (code > 0 && !ok)
         cli_api_report("submit", code, body);
     if (!row) {
         free(body);
@@ -360,6 +361,11 @@ int cli_api_submit(json_object *req, bool json, bool wait, int64_t wait_timeout_
     }
     char id[24];
     snprintf(id, sizeof id, "%s", field(row, "id") ? field(row, "id") : "");
+    if (code == 200)
+        fprintf(stderr,
+                "warren submit: the idempotency key names execution %s, submitted before; "
+                "nothing new was submitted\n",
+                id);
     if (!json || !wait) /* the row as the database wrote it, as on the database path */
         printf("%s\n", json ? body : id);
     free(body);

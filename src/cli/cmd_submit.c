@@ -10,6 +10,8 @@
 #include "cli/cli_api.h"
 #include "cli/cli_db.h"
 #include "cli/cli_fmt.h"
+#include "warren/db.h"
+#include "warren/idempotency.h"
 #include "warren/ids.h"
 #include "warren/queries.h"
 #include "warren/retry.h"
@@ -24,8 +26,8 @@
 
 static const char submit_usage_line[] =
     "warren submit ACTION_REF [--params JSON | --params-file FILE|-] [--worker ID] [--timeout S] "
-    "[--max-attempts N] [--retry-on LIST] [--fallback any] [--wait [--wait-timeout S]] [--json] "
-    "[-c FILE]";
+    "[--max-attempts N] [--retry-on LIST] [--fallback any] [--idempotency-key K] "
+    "[--wait [--wait-timeout S]] [--json] [-c FILE]";
 
 typedef struct submit_opts {
     const char *config;
@@ -39,6 +41,7 @@ typedef struct submit_opts {
     const char *retry_on;     /* as given; on is the stored form */
     char on[64];
     const char *fallback;     /* "any" */
+    const char *idem_key;     /* --idempotency-key */
     const char *wait_timeout; /* --wait-timeout as given */
     int64_t wait_timeout_s;   /* 0: wait as long as it takes */
     bool wait;
@@ -65,6 +68,10 @@ static void submit_usage(FILE *out)
             "                         failed (any failure), timeout, worker_lost\n"
             "      --fallback any     pinned (--worker): if its worker is lost, retry it on any\n"
             "                         worker (as its policy allows worker_lost)\n"
+            "      --idempotency-key K  submit it once: within api.idempotency_window_s the same\n"
+            "                         K with the same request prints the execution it made\n"
+            "                         (nothing new), with another request fails naming it\n"
+            "                         (docs/api.md, \"Idempotent submission\")\n"
             "      --wait             wait until it ends (polls the row every %d ms), print the\n"
             "                         status, result and error; exit 0 only when it completed\n"
             "      --wait-timeout S   give up waiting after S seconds (exit 1); default: no limit\n"
@@ -142,6 +149,9 @@ static int submit_check(submit_opts_t *o)
     if (o->fallback && strcmp(o->fallback, "any") != 0)
         return cli_usage_error("submit", submit_usage_line,
                                "--fallback: the only fallback is 'any', not '%s'", o->fallback);
+    if (o->idem_key && !ids_idempotency_key_valid(o->idem_key))
+        return cli_usage_error("submit", submit_usage_line, "--idempotency-key: %s",
+                               IDS_IDEMPOTENCY_KEY_RULE);
     if (o->wait_timeout && !o->wait)
         return cli_usage_error("submit", submit_usage_line, "--wait-timeout needs --wait");
     return EXIT_OK;
@@ -151,11 +161,17 @@ static int submit_check(submit_opts_t *o)
 static int submit_parse(int argc, char **argv, submit_opts_t *o)
 {
     const cli_option_t options[] = {
-        {"params", 'p', .value = &o->params},   {"params-file", 'f', .value = &o->params_file},
-        {"worker", 'w', .value = &o->worker},   {"timeout", 't', .value = &o->timeout_s},
-        {"wait", 0, .flag = &o->wait},          {"wait-timeout", 0, .value = &o->wait_timeout},
-        {"json", 'j', .flag = &o->json},        {"max-attempts", 0, .value = &o->max_attempts},
-        {"retry-on", 0, .value = &o->retry_on}, {"fallback", 0, .value = &o->fallback},
+        {"params", 'p', .value = &o->params},
+        {"params-file", 'f', .value = &o->params_file},
+        {"worker", 'w', .value = &o->worker},
+        {"timeout", 't', .value = &o->timeout_s},
+        {"wait", 0, .flag = &o->wait},
+        {"wait-timeout", 0, .value = &o->wait_timeout},
+        {"json", 'j', .flag = &o->json},
+        {"max-attempts", 0, .value = &o->max_attempts},
+        {"retry-on", 0, .value = &o->retry_on},
+        {"fallback", 0, .value = &o->fallback},
+        {"idempotency-key", 0, .value = &o->idem_key},
     };
     const cli_spec_t spec = {"submit", submit_usage_line, options, CLI_COUNT(options),
                              "ACTION_REF"};
@@ -261,6 +277,8 @@ static json_object *submission_object(const submit_opts_t *o, bool api)
         json_object_object_add(row, "retry_on", json_object_new_string(o->on));
     if (o->fallback)
         json_object_object_add(row, "fallback", json_object_new_string(o->fallback));
+    if (o->idem_key)
+        json_object_object_add(row, "idempotency_key", json_object_new_string(o->idem_key));
     return row;
 }
 
@@ -274,22 +292,66 @@ static char *submission_json(const submit_opts_t *o)
     return text;
 }
 
+/* With --idempotency-key: the API's statement in a transaction of its own. The execution's id
+ * and row as q_submit gives them, or -1 after saying why (a conflict names the execution). */
+static int submit_keyed(PGconn *db, const char *rows, const char *who, const submit_opts_t *o,
+                        const warren_config_t *cfg, char *id, size_t idlen, char **row)
+{
+    char err[ERRBUF_SIZE];
+    idem_outcome_t out = {.conflict = -1};
+    int rc = db_exec(db, "BEGIN", 0, NULL, NULL, err, sizeof err);
+    if (rc == 0 &&
+        idem_submit(db, rows, who, cfg->api.idempotency_window_s, &out, err, sizeof err) == 0)
+        rc = db_exec(db, "COMMIT", 0, NULL, NULL, err, sizeof err);
+    else
+        rc = -1;
+    if (rc != 0) {
+        fprintf(stderr, "warren submit: %s\n", err);
+    } else {
+        snprintf(id, idlen, "%s", PQgetvalue(out.res, 0, 0));
+        if (out.conflict >= 0)
+            fprintf(stderr,
+                    "warren submit: idempotency key '%s' names execution %s, submitted with a "
+                    "different request; nothing was submitted\n",
+                    o->idem_key, id);
+        else if (out.replayed)
+            fprintf(stderr,
+                    "warren submit: idempotency key '%s' names execution %s, submitted before; "
+                    "nothing new was submitted\n",
+                    o->idem_key, id);
+        *row = out.conflict < 0 ? out.row : NULL;
+        out.row = NULL;
+        rc = out.conflict < 0 ? 0 : -1;
+    }
+    idem_outcome_free(&out);
+    return rc;
+}
+
 static int submit_run(PGconn *db, const warren_config_t *cfg, const void *opts)
 {
     const submit_opts_t *o = opts;
-    char who[300];
+    char who[300], id[24];
     cli_operator(who, sizeof who);
-    char *rows = submission_json(o);
+    char *rows = submission_json(o), *row = NULL;
     const char *params[] = {rows, who};
-    PGresult *res = rows ? cli_db_query(db, "submit", q_submit, 2, params) : NULL;
+    PGresult *res = NULL;
+    int rc = -1;
+    if (rows && o->idem_key) {
+        rc = submit_keyed(db, rows, who, o, cfg, id, sizeof id, &row);
+    } else if (rows && (res = cli_db_query(db, "submit", q_submit, 2, params))) {
+        snprintf(id, sizeof id, "%s", cli_db_field(res, 0, "id"));
+        row = strdup(cli_db_field(res, 0, "row"));
+        rc = row ? 0 : -1;
+    }
     free(rows);
-    if (!res)
-        return EXIT_RUNTIME;
-    char id[24];
-    snprintf(id, sizeof id, "%s", cli_db_field(res, 0, "id"));
-    if (!o->json || !o->wait)
-        printf("%s\n", o->json ? cli_db_field(res, 0, "row") : id);
     PQclear(res);
+    if (rc != 0) {
+        free(row);
+        return EXIT_RUNTIME;
+    }
+    if (!o->json || !o->wait)
+        printf("%s\n", o->json ? row : id);
+    free(row);
     (void)fflush(stdout); /* the id is worth having before a long wait */
     return o->wait ? submit_wait(db, id, o, cfg) : EXIT_OK;
 }

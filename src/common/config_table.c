@@ -297,6 +297,10 @@ const cfg_key_t cfg_table[] = {
     INT("api.queue_size", api.queue_size, "64", 0, 100000,
         "API requests that may wait for a database connection of the API; more get 503 with "
         "Retry-After at once"),
+    R_INT("api.idempotency_window_s", api.idempotency_window_s, "86400", 1, 31536000,
+          "Seconds an idempotency key of a submission (docs/api.md) names its execution: the "
+          "same key within them answers with that execution, or 409 for another request; "
+          "after them the key is free again"),
 
     STR("worker.name", worker.name, "",
         "Worker id; empty: WARREN_WORKER_NAME or the host name (a StatefulSet pod name works)"),

@@ -30,6 +30,17 @@ bool ids_action_ref_valid(const char *ref)
     return strspn(ref, ALNUM "._-") == n;
 }
 
+bool ids_idempotency_key_valid(const char *key)
+{
+    size_t n = key ? strlen(key) : 0;
+    if (n == 0 || n > IDEMPOTENCY_KEY_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (key[i] < '!' || key[i] > '~')
+            return false;
+    return true;
+}
+
 int ids_execution_id_parse(const char *s, size_t len, int64_t *out)
 {
     /* 18 digits always fit an int64_t; the ids a database hands out are far smaller. */

@@ -97,7 +97,8 @@ json_object *api_body_json(http_req_t *r);
 json_object *api_parse_json(const char *body, size_t len, int *code, char *err, size_t errlen);
 
 /* A submission (an object) or a batch (an array of 1 to API_BATCH_MAX of them) checked and
- * rewritten for q_submit: one object per submission appended to rows. -1 with err (a 400). */
+ * rewritten for q_submit: one object per submission appended to rows. The number of them with
+ * an idempotency_key (no key twice), or -1 with err (a 400). */
 int api_submissions(json_object *in, json_object *rows, char *err, size_t errlen);
 
 /* in is a JSON object whose members are all among known (NULL-terminated); -1 with err (a

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "executor/api.h"
 #include "warren/exec_status.h"
+#include "warren/idempotency.h"
 #include "warren/ids.h"
 #include "warren/jsonfield.h"
 #include "warren/queries.h"
@@ -28,8 +29,9 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
     snprintf(path, sizeof path, "[%zu]", i);
     const char *at = batch ? path : "", *sep = batch ? ": " : "";
     jf_t f = {in, batch ? path : NULL, err, errlen};
-    static const char *const known[] = {"action_ref",   "params",   "worker",   "timeout_s",
-                                        "max_attempts", "retry_on", "fallback", NULL};
+    static const char *const known[] = {"action_ref", "params",          "worker",
+                                        "timeout_s",  "max_attempts",    "retry_on",
+                                        "fallback",   "idempotency_key", NULL};
     if (!json_object_is_type(in, json_type_object)) {
         snprintf(err, errlen, "%s%sa submission is a JSON object, not %s", at, sep, jf_kind(in));
         return -1;
@@ -42,7 +44,7 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
         if (!ok) {
             snprintf(err, errlen,
                      "%s%sunknown field '%.*s' (known: action_ref, params, worker, timeout_s, "
-                     "max_attempts, retry_on, fallback)",
+                     "max_attempts, retry_on, fallback, idempotency_key)",
                      at, sep, utf8_prec(key, 64), key);
             return -1;
         }
@@ -56,14 +58,19 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
         jf_object(&f, "params", false, &params) < 0 ||
         (has_timeout = jf_int(&f, "timeout_s", false, 1, INT32_MAX, &timeout)) < 0)
         return -1;
-    const char *retry_on = NULL, *fallback = NULL;
+    const char *retry_on = NULL, *fallback = NULL, *idem = NULL;
     int64_t max_attempts = 0;
     int has_max;
     char why[200];
     if ((has_max = jf_int(&f, "max_attempts", false, 1, RETRY_MAX_ATTEMPTS, &max_attempts)) < 0 ||
         jf_string(&f, "retry_on", false, 64, &retry_on) < 0 ||
-        jf_string(&f, "fallback", false, 8, &fallback) < 0)
+        jf_string(&f, "fallback", false, 8, &fallback) < 0 ||
+        jf_string(&f, "idempotency_key", false, IDEMPOTENCY_KEY_MAX, &idem) < 0)
         return -1;
+    if (idem && !ids_idempotency_key_valid(idem)) {
+        snprintf(err, errlen, "%s%sidempotency_key: %s", at, sep, IDS_IDEMPOTENCY_KEY_RULE);
+        return -1;
+    }
     unsigned on_bits = 0;
     char on[64];
     if (retry_on && retry_on_parse(retry_on, &on_bits, why, sizeof why) != 0) {
@@ -95,8 +102,38 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
         json_object_object_add(row, "retry_on", json_object_new_string(on));
     if (fallback)
         json_object_object_add(row, "fallback", json_object_new_string(fallback));
+    if (idem)
+        json_object_object_add(row, "idempotency_key", json_object_new_string(idem));
     json_object_array_add(out, row);
     return 0;
+}
+
+/* How many of rows carry an idempotency key; -1 with err when one key comes twice (one
+ * statement cannot both take a key and replay it). */
+static int idempotency_keys(json_object *rows, char *err, size_t errlen)
+{
+    json_object *seen = NULL, *key, *prev;
+    int keyed = 0;
+    for (size_t i = 0; i < json_object_array_length(rows); i++) {
+        if (!json_object_object_get_ex(json_object_array_get_idx(rows, i), "idempotency_key", &key))
+            continue;
+        const char *k = json_object_get_string(key);
+        if (!seen && !(seen = json_object_new_object())) {
+            snprintf(err, errlen, "out of memory");
+            keyed = -1;
+        } else if (json_object_object_get_ex(seen, k, &prev)) {
+            snprintf(err, errlen, "[%zu]: idempotency_key '%s' is also that of [%d]", i, k,
+                     json_object_get_int(prev));
+            keyed = -1;
+        } else {
+            json_object_object_add(seen, k, json_object_new_int((int)i));
+            keyed++;
+        }
+        if (keyed < 0)
+            break;
+    }
+    json_object_put(seen);
+    return keyed;
 }
 
 int api_submissions(json_object *in, json_object *rows, char *err, size_t errlen)
@@ -111,7 +148,7 @@ int api_submissions(json_object *in, json_object *rows, char *err, size_t errlen
         if (submission(batch ? json_object_array_get_idx(in, i) : in, i, batch, rows, err,
                        errlen) != 0)
             return -1;
-    return 0;
+    return idempotency_keys(rows, err, errlen);
 }
 
 /* The 201 answer: the row for one submission, the ids for a batch. */
@@ -133,6 +170,90 @@ static void submitted(http_req_t *r, PGresult *res, bool batch)
     json_object_put(body);
 }
 
+/* The Idempotency-Key header, for one submission: the key of rows[0] unless its body gave
+ * another (400). false once answered. */
+static bool key_header(http_req_t *r, bool batch, json_object *rows, int *keyed)
+{
+    const char *h = http_header(r, "Idempotency-Key");
+    json_object *row = json_object_array_get_idx(rows, 0), *body_key;
+    if (!h)
+        return true;
+    if (batch)
+        http_error(r, 400, "bad_request",
+                   "the Idempotency-Key header is for one submission; give each submission of a "
+                   "batch its idempotency_key");
+    else if (!ids_idempotency_key_valid(h))
+        http_error(r, 400, "bad_request", "Idempotency-Key: %s", IDS_IDEMPOTENCY_KEY_RULE);
+    else if (json_object_object_get_ex(row, "idempotency_key", &body_key) &&
+             strcmp(json_object_get_string(body_key), h) != 0)
+        http_error(r, 400, "bad_request",
+                   "the Idempotency-Key header and the body's idempotency_key differ");
+    else if (!*keyed) {
+        json_object_object_add(row, "idempotency_key", json_object_new_string(h));
+        *keyed = 1;
+    }
+    return !r->replied;
+}
+
+typedef struct keyed_submit {
+    const char *rows, *who;
+    int window_s;
+    idem_outcome_t out;
+} keyed_submit_t;
+
+static int keyed_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    keyed_submit_t *k = arg;
+    idem_outcome_free(&k->out);
+    return idem_submit(db, k->rows, k->who, k->window_s, &k->out, err, errlen);
+}
+
+/* The answer to submissions with keys: 409 naming the execution of a key in conflict; one:
+ * its row, 200 when replayed, else 201; a batch: ids and which were replayed, 200 when all. */
+static void keyed_reply(http_req_t *r, const idem_outcome_t *o, bool batch)
+{
+    PGresult *res = o->res;
+    int n = PQntuples(res);
+    if (o->conflict >= 0) {
+        char at[32] = "";
+        if (batch)
+            snprintf(at, sizeof at, "[%d]: ", o->conflict);
+        const char *id = PQgetvalue(res, o->conflict, 0);
+        json_object *body = json_object_new_object();
+        json_object_object_add(body, "error", json_object_new_string("conflict"));
+        char detail[512];
+        snprintf(detail, sizeof detail,
+                 "%sthe idempotency key names execution %s, submitted with a different request", at,
+                 id);
+        json_object_object_add(body, "detail", json_object_new_string(detail));
+        json_object_object_add(body, "execution_id", json_object_new_int64(strtoll(id, NULL, 10)));
+        if (batch)
+            json_object_object_add(body, "index", json_object_new_int(o->conflict));
+        http_reply_json(r, 409, json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+        json_object_put(body);
+        return;
+    }
+    if (!batch) {
+        char location[64];
+        snprintf(location, sizeof location, "/api/v1/executions/%s", PQgetvalue(res, 0, 0));
+        http_add_header(r, "Location", location);
+        http_reply_json(r, o->replayed ? 200 : 201, o->row);
+        return;
+    }
+    json_object *body = json_object_new_object(), *ids = json_object_new_array(),
+                *replayed = json_object_new_array();
+    for (int i = 0; i < n; i++) {
+        json_object_array_add(ids, json_object_new_int64(strtoll(PQgetvalue(res, i, 0), NULL, 10)));
+        json_object_array_add(replayed, json_object_new_boolean(PQgetvalue(res, i, 1)[0] == 't'));
+    }
+    json_object_object_add(body, "count", json_object_new_int(n));
+    json_object_object_add(body, "ids", ids);
+    json_object_object_add(body, "replayed", replayed);
+    http_reply_json(r, o->replayed == n ? 200 : 201,
+                    json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN));
+    json_object_put(body);
+}
+
 static void submit(api_t *x, http_req_t *r)
 {
     char who[API_KEY_NAME_MAX + 1];
@@ -145,12 +266,22 @@ static void submit(api_t *x, http_req_t *r)
     json_object *rows = json_object_new_array();
     char err[ERRBUF_SIZE];
     bool ok = rows != NULL;
-    if (ok && api_submissions(in, rows, err, sizeof err) != 0) {
+    int keyed = ok ? api_submissions(in, rows, err, sizeof err) : 0;
+    if (keyed < 0) {
         http_error(r, 400, "bad_request", "%s", err);
         ok = false;
     }
+    ok = ok && key_header(r, batch, rows, &keyed);
     PGresult *res = NULL;
-    if (ok) {
+    if (ok && keyed > 0) {
+        keyed_submit_t k = {json_object_to_json_string_ext(rows, JSON_C_TO_STRING_PLAIN),
+                            who,
+                            x->cfg->api.idempotency_window_s,
+                            {.conflict = -1}};
+        if (api_transaction(x, r, "submitting executions", keyed_fn, &k))
+            keyed_reply(r, &k.out, batch);
+        idem_outcome_free(&k.out);
+    } else if (ok) {
         const char *params[] = {json_object_to_json_string_ext(rows, JSON_C_TO_STRING_PLAIN), who};
         if (api_query(x, r, "submitting executions", q_submit, 2, params, &res))
             submitted(r, res, batch);

@@ -5,7 +5,8 @@
  * went out), terminal executions that ended more than executions.retention_days ago (with their
  * history, and never while an open record names them), and the history rows of terminal
  * executions older than execution_history.retention_days. A key at 0, the default, prunes
- * nothing; pending and investigating records are never pruned.
+ * nothing; pending and investigating records are never pruned. Idempotency keys are pruned
+ * once expired (api.idempotency_window_s), always.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,13 @@ static const char history_sql[] =
     " JOIN executions e ON e.id = v.execution_id WHERE e.status IN " TERMINAL
     " AND v.at < now() - make_interval(days => $1::integer)"
     " ORDER BY v.id LIMIT $2::integer FOR UPDATE OF v SKIP LOCKED)";
+
+/* Idempotency keys past their window (docs/api.md): a key that expired is free to be taken
+ * again whether or not it was pruned; pruning keeps the table to the keys of one window. */
+static const char keys_sql[] =
+    "DELETE FROM execution_idempotency_keys WHERE idempotency_key IN (SELECT idempotency_key"
+    " FROM execution_idempotency_keys WHERE expires_at <= now() - make_interval(days => $1::integer)"
+    " ORDER BY expires_at LIMIT $2::integer FOR UPDATE SKIP LOCKED)";
 /* clang-format on */
 
 typedef struct prune {
@@ -53,11 +61,9 @@ static int prune_fn(PGconn *db, void *arg, char *err, size_t errlen)
     return rc;
 }
 
-/* Prune one table in bounded batches; counts into *counter. */
+/* Prune one table in bounded batches of what is older than days; counts into *counter. */
 static void prune(retention_t *r, const char *what, const char *sql, int days, uint64_t *counter)
 {
-    if (days <= 0)
-        return;
     char d[16], limit[16];
     snprintf(d, sizeof d, "%d", days);
     snprintf(limit, sizeof limit, "%d", r->cfg->retention.batch_size);
@@ -81,10 +87,14 @@ static void prune(retention_t *r, const char *what, const char *sql, int days, u
 void retention_run(retention_t *r)
 {
     const warren_config_t *c = r->cfg;
-    prune(r, "dead letters", dead_letters_sql, c->dead_letters.retention_days,
-          &r->stats->pruned_dead_letters);
-    prune(r, "execution history", history_sql, c->execution_history.retention_days,
-          &r->stats->pruned_history);
-    prune(r, "executions", executions_sql, c->executions.retention_days,
-          &r->stats->pruned_executions);
+    if (c->dead_letters.retention_days > 0) /* 0: keep them */
+        prune(r, "dead letters", dead_letters_sql, c->dead_letters.retention_days,
+              &r->stats->pruned_dead_letters);
+    if (c->execution_history.retention_days > 0)
+        prune(r, "execution history", history_sql, c->execution_history.retention_days,
+              &r->stats->pruned_history);
+    if (c->executions.retention_days > 0)
+        prune(r, "executions", executions_sql, c->executions.retention_days,
+              &r->stats->pruned_executions);
+    prune(r, "idempotency keys", keys_sql, 0, &r->stats->pruned_idem_keys); /* expired */
 }

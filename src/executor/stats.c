@@ -189,10 +189,12 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
         {"warren_dead_letter_events_total", "result=\"failed\"", NULL, &s->events_failed},
         {"warren_retention_pruned_total", "table=\"dead_letters\"",
          "Rows pruned by retention (dead_letters.retention_days, executions.retention_days, "
-         "execution_history.retention_days)",
+         "execution_history.retention_days; idempotency keys once expired)",
          &s->pruned_dead_letters},
         {"warren_retention_pruned_total", "table=\"executions\"", NULL, &s->pruned_executions},
         {"warren_retention_pruned_total", "table=\"execution_events\"", NULL, &s->pruned_history},
+        {"warren_retention_pruned_total", "table=\"execution_idempotency_keys\"", NULL,
+         &s->pruned_idem_keys},
         {"warren_cancel_messages_total", "result=\"confirmed\"",
          "Cancel control messages to workers, confirmed or not", &s->cancel_messages},
         {"warren_cancel_messages_total", "result=\"unconfirmed\"", NULL,

@@ -46,6 +46,7 @@
     X(pruned_dead_letters)    /* closed dead-letter records pruned by retention */                 \
     X(pruned_executions)      /* terminal executions pruned by retention */                        \
     X(pruned_history)         /* history rows pruned by retention */                               \
+    X(pruned_idem_keys)       /* expired idempotency keys pruned by retention */                   \
     X(cancel_messages)        /* control messages confirmed to a worker */                         \
     X(cancel_messages_failed) /* control messages not confirmed (returned, nacked, ...) */         \
     X(retries_scheduled)      /* ended attempts the retry policy sent back to requested */         \

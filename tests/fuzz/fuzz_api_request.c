@@ -126,7 +126,7 @@ static void body(const uint8_t *data, size_t size)
     json_object *rows = json_object_new_array();
     FUZZ_CHECK(rows != NULL);
     err[0] = '\0';
-    if (api_submissions(v, rows, err, sizeof err) != 0) {
+    if (api_submissions(v, rows, err, sizeof err) < 0) {
         fuzz_check_err(err, sizeof err);
     } else {
         size_t n = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 1;

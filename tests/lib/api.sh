@@ -23,10 +23,12 @@ api_start() {
 }
 
 # call METHOD PATH [BODY] [KEY]: the request with curl; prints "CODE BODY" (body on one line).
-# KEY "-" sends none. A body is sent as application/json unless CALL_TYPE says otherwise.
+# KEY "-" sends none. A body is sent as application/json unless CALL_TYPE says otherwise;
+# CALL_HEADER ("Name: value") adds a header.
 call() {
     local method=$1 path=$2 body=${3:-} key=${4:-$API_WRITE_KEY} args=()
     [ "$key" = - ] || args+=(-H "Authorization: Bearer $key")
+    [ -z "${CALL_HEADER:-}" ] || args+=(-H "$CALL_HEADER")
     if [ -n "$body" ]; then
         args+=(-H "Content-Type: ${CALL_TYPE:-application/json}" --data-binary "$body")
     fi

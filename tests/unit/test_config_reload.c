@@ -62,6 +62,7 @@ static const char *const reloadable[] = {
     "api.tls_client_ca_file",
     "api.auth_reads",
     "api.statement_timeout_ms",
+    "api.idempotency_window_s",
     "worker.heartbeat_interval_s",
     "worker.default_timeout_s",
     "worker.action_timeouts",

@@ -34,25 +34,48 @@ static void test_worker_ids(void **state)
     assert_false(ids_worker_valid(NULL));
 }
 
+/* valid accepts each of ok[0..nok) and refuses each of bad[0..nbad), and NULL. */
+static void check_rule(bool (*valid)(const char *), const char *const *ok, size_t nok,
+                       const char *const *bad, size_t nbad)
+{
+    for (size_t i = 0; i < nok; i++)
+        if (!valid(ok[i]))
+            fail_msg("'%s' refused", ok[i]);
+    for (size_t i = 0; i < nbad; i++)
+        if (valid(bad[i]))
+            fail_msg("'%s' accepted", bad[i]);
+    assert_false(valid(NULL));
+}
+
 static void test_action_refs(void **state)
 {
     (void)state;
     static const char *const ok[] = {"core.echo", "my-pack.do_it.v2", "a", "_x", "-x", "a..b"};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (!ids_action_ref_valid(ok[i]))
-            fail_msg("'%s' refused", ok[i]);
     static const char *const bad[] = {"",        ".hidden", "..",    "../bin/sh",   "a/b",
                                       "echo;rm", "echo x",  "$(id)", "caf\xC3\xA9", "a\n"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (ids_action_ref_valid(bad[i]))
-            fail_msg("'%s' accepted", bad[i]);
-    assert_false(ids_action_ref_valid(NULL));
+    check_rule(ids_action_ref_valid, ok, sizeof ok / sizeof ok[0], bad, sizeof bad / sizeof bad[0]);
     char longref[ACTION_REF_MAX + 2];
     memset(longref, 'a', sizeof longref - 1);
     longref[sizeof longref - 1] = '\0';
     assert_false(ids_action_ref_valid(longref)); /* 256 */
     longref[ACTION_REF_MAX] = '\0';
     assert_true(ids_action_ref_valid(longref)); /* 255 */
+}
+
+static void test_idempotency_keys(void **state)
+{
+    (void)state;
+    static const char *const ok[] = {"k", "0f8e2c1a-5b7d-4e21-9a3c-2d6f8b1e4a70", "order-42:charge",
+                                     "a/b+c=", "!~"};
+    static const char *const bad[] = {"", "a b", "tab\there", "a\n", "caf\xC3\xA9", "\x7f"};
+    check_rule(ids_idempotency_key_valid, ok, sizeof ok / sizeof ok[0], bad,
+               sizeof bad / sizeof bad[0]);
+    char key[IDEMPOTENCY_KEY_MAX + 2];
+    memset(key, 'k', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    assert_false(ids_idempotency_key_valid(key)); /* 256 */
+    key[IDEMPOTENCY_KEY_MAX] = '\0';
+    assert_true(ids_idempotency_key_valid(key)); /* 255 */
 }
 
 static void test_execution_id_text(void **state)
@@ -100,9 +123,8 @@ static void test_incarnations(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_worker_ids),
-        cmocka_unit_test(test_action_refs),
-        cmocka_unit_test(test_execution_id_text),
+        cmocka_unit_test(test_worker_ids),       cmocka_unit_test(test_action_refs),
+        cmocka_unit_test(test_idempotency_keys), cmocka_unit_test(test_execution_id_text),
         cmocka_unit_test(test_incarnations),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
