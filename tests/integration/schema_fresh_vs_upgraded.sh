@@ -71,7 +71,13 @@ log "upgraded with this tree"
 migrate "$UPGRADED"
 assert_eq 0 "$RC" "upgrade: $OUT"
 assert_contains "$OUT" "re-applied ${#DEFS[@]} definition files"
-assert_contains "$OUT" "no migration to apply"
+# Migrations added since the release are applied by the upgrade, and only those.
+added=$(comm -13 <(cd "$OLD/schema" && ls ./*.sql) <(cd "$SCHEMA" && ls ./*.sql) | wc -l)
+if [ "$added" -eq 0 ]; then
+    assert_contains "$OUT" "no migration to apply"
+else
+    assert_contains "$OUT" "applied $added migration"
+fi
 migrate "$UPGRADED"
 assert_eq 0 "$RC" "second upgrade run: $OUT"
 assert_contains "$OUT" "nothing to apply"
