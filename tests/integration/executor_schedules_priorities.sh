@@ -58,6 +58,15 @@ run_warren cli-at submit core.echo --at 'next week'
 assert_eq "2" "$RUN_RC" "warren submit --at 'next week'"
 assert_eq "$before" "$(psql_q "select count(*) from executions")" "nothing was inserted"
 
+# ---- `warren submit --in --priority`, on the database and over the API ----
+far_db=$("$WARREN_BIN" submit core.echo --in 600 --priority 2)
+far_api=$(WARREN_API_URL=$API WARREN_API_KEY=$API_WRITE_KEY "$WARREN_BIN" submit core.echo --in 600 \
+    --priority 8)
+assert_eq "600 2|600 8" "$(psql_q "select string_agg(extract(epoch from due_at - created_at)::int || ' '
+                                   || priority, '|' order by id) from executions where id in ($far_db, $far_api)")" \
+    "--in and --priority, on the database and over the API"
+psql_q "update executions set status = 'cancelled' where id in ($far_db, $far_api)" >/dev/null
+
 # ---- delay_s 3 over the API, run_at 3 s ahead with the CLI and in a batch ----
 expect 201 POST /api/v1/executions '{"action_ref": "core.echo", "delay_s": 3, "priority": 7}'
 delayed=$(jq -r .id <<<"$CALL_BODY")
