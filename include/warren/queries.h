@@ -24,8 +24,16 @@ extern const char q_workers[];
 
 /* Insert executions in one statement: $1 a JSON array of {action_ref, params, pinned_worker,
  * timeout_s, retry_max_attempts, retry_on, fallback} (checked by the caller), $2 submitted_by. One row per execution, in input order:
- * id, status, row (the new row as JSON text). */
+ * id, status, row (the new row as JSON text). Each element may also carry priority, and run_at
+ * (RFC 3339, ts_format_us) or delay_s: its due_at (docs/flow-control.md). */
 extern const char q_submit[];
+
+/* A submission's priority (schema 033): the scheduler claims the highest first. */
+#define Q_PRIORITY_MIN 0
+#define Q_PRIORITY_MAX 9
+#define Q_PRIORITY_DEFAULT 5
+/* The longest delay_s (warren submit --in) accepted: one year. */
+#define Q_DELAY_MAX_S (366 * 86400)
 
 /*
  * Cancel execution $1 on behalf of $2 (cancelled_by): requested or scheduled become cancelled

@@ -1,4 +1,4 @@
--- warren definitions: why a requested execution has not gone out yet (schema 005, 007, 015).
+-- warren definitions: why a requested execution has not gone out yet (schema 005, 007, 015, 033).
 -- The current definition; `warren migrate` re-applies this file (docs/schema.md).
 
 -- Why a requested execution has not gone out yet, for `warren get`, derived from the live
@@ -10,8 +10,9 @@ LANGUAGE sql STABLE AS $$
     SELECT CASE
         WHEN e.status <> 'requested' THEN NULL
         WHEN e.due_at > now() THEN
-            format('%s attempt due at %s', CASE e.attempt_kind WHEN 'manual' THEN 'manual'
-                                                                ELSE 'retry' END,
+            format('%s due at %s', CASE e.attempt_kind WHEN 'manual' THEN 'manual attempt'
+                                                       WHEN 'retry' THEN 'retry attempt'
+                                                       ELSE 'scheduled: first attempt' END,
                    to_char(e.due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
         WHEN e.wait_reason LIKE 'last dispatch was not confirmed%' THEN e.wait_reason
         WHEN e.pinned_worker IS NOT NULL THEN

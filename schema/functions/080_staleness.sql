@@ -1,4 +1,4 @@
--- warren definitions: the staleness detector (schema 022, 029).
+-- warren definitions: the staleness detector (schema 022, 029, 033).
 -- The current definition; `warren migrate` re-applies this file (docs/schema.md).
 
 -- Since when the execution is in its status: its last applied history row, stored or implied.
@@ -15,7 +15,9 @@ LANGUAGE sql IMMUTABLE AS $$
                     (cfg -> 'defaults' ->> status)::integer, 0)
 $$;
 
--- Every non-terminal execution the detector watches, with its health.
+-- Every non-terminal execution the detector watches, with its health. Time in requested counts
+-- from due_at when that is later (schema 033): a retry's backoff or a submission's run_at is
+-- waited out before the requested threshold starts, so neither is failed before it could run.
 CREATE OR REPLACE FUNCTION warren_staleness(cfg jsonb)
 RETURNS TABLE (id bigint, action_ref text, status text, worker text, attempt integer,
                since timestamptz, time_in_state_s double precision, threshold_s integer,
@@ -28,8 +30,10 @@ LANGUAGE sql STABLE AS $$
                     THEN 'warning'
                 ELSE 'healthy' END
     FROM executions e,
-         LATERAL (SELECT warren_state_since(e) AS since,
-                         greatest(extract(epoch FROM now() - warren_state_since(e)), 0)::float8
+         LATERAL (SELECT CASE WHEN e.status = 'requested'
+                              THEN greatest(warren_state_since(e), e.due_at)
+                              ELSE warren_state_since(e) END AS since) s0,
+         LATERAL (SELECT s0.since, greatest(extract(epoch FROM now() - s0.since), 0)::float8
                              AS age) s,
          LATERAL (SELECT warren_stale_threshold(e.action_ref, e.status, cfg) AS th) t
     WHERE e.status IN ('requested', 'scheduled', 'running')

@@ -384,6 +384,8 @@ static void print_get(json_object *doc)
         {"pinned worker", "pinned_worker"},
         {"attempt", "attempt"},
         {"timeout", "timeout_s"},
+        {"priority", "priority"},
+        {"due", "due_at"},
         {"created", "created_at"},
         {"scheduled", "scheduled_at"},
         {"started", "started_at"},

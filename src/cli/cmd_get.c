@@ -65,7 +65,9 @@ static const char get_text_sql[] =
     " " TS("ended_at") " AS ended, " SINCE("ended_at") " AS ended_age,"
     " " TS("updated_at") " AS updated, " SINCE("updated_at") " AS updated_age,"
     " extract(epoch FROM ended_at - coalesce(started_at, created_at)) AS took_s,"
-    " retries, manual_retries, retry_max_attempts, retry_on, fallback "
+    " retries, manual_retries, retry_max_attempts, retry_on, fallback,"
+    " (to_jsonb(e) ->> 'priority') AS priority, " TS("due_at") " AS due,"
+    " " SINCE("due_at") " AS due_age "
     "FROM executions e WHERE id = $1";
 
 /* note: 'late completion' (migration 006) */
@@ -90,7 +92,7 @@ static void get_line(const char *label, const char *value)
 }
 
 /* Column name, e.g. created: "2024-05-01 12:00:00.123 UTC (4m05s ago)" from created and
- * created_age, or "-". */
+ * created_age ("(in 4m05s)" for a time to come, a due time), or "-". */
 static void get_time_line(const PGresult *res, const char *name)
 {
     char age_col[32];
@@ -102,8 +104,9 @@ static void get_time_line(const PGresult *res, const char *name)
         return;
     }
     char ago[32];
-    cli_fmt_duration(age ? atof(age) : -1, ago, sizeof ago);
-    printf("  %-14s %s (%s ago)\n", name, ts, ago);
+    double secs = age ? atof(age) : 0;
+    cli_fmt_duration(age ? (secs < 0 ? -secs : secs) : -1, ago, sizeof ago);
+    printf("  %-14s %s (%s%s%s)\n", name, ts, secs < 0 ? "in " : "", ago, secs < 0 ? "" : " ago");
 }
 
 static void get_print_row(const PGresult *r)
@@ -120,7 +123,9 @@ static void get_print_row(const PGresult *r)
     char buf[64];
     snprintf(buf, sizeof buf, "%s%s", timeout ? timeout : "worker default", timeout ? "s" : "");
     get_line("timeout", buf);
-    static const char *const times[] = {"created", "scheduled", "started", "ended", "updated"};
+    get_line("priority", cli_db_field(r, 0, "priority"));
+    static const char *const times[] = {"created", "due",   "scheduled",
+                                        "started", "ended", "updated"};
     for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
         get_time_line(r, times[i]);
     const char *took = cli_db_field(r, 0, "took_s");

@@ -15,6 +15,7 @@
 #include "warren/ids.h"
 #include "warren/queries.h"
 #include "warren/retry.h"
+#include "warren/timestamp.h"
 #include "warren/utf8.h"
 
 /* How often --wait looks at the row. A primary-key lookup every 100 ms costs the database
@@ -26,7 +27,8 @@
 
 static const char submit_usage_line[] =
     "warren submit ACTION_REF [--params JSON | --params-file FILE|-] [--worker ID] [--timeout S] "
-    "[--max-attempts N] [--retry-on LIST] [--fallback any] [--idempotency-key K] "
+    "[--max-attempts N] [--retry-on LIST] [--fallback any] [--at TIME | --in S] [--priority N] "
+    "[--idempotency-key K] "
     "[--wait [--wait-timeout S]] [--json] [-c FILE]";
 
 typedef struct submit_opts {
@@ -42,6 +44,9 @@ typedef struct submit_opts {
     char on[64];
     const char *fallback;     /* "any" */
     const char *idem_key;     /* --idempotency-key */
+    const char *at, *in;      /* --at as given, --in validated text */
+    char run_at[TS_TEXT_MAX]; /* --at as q_submit reads it (ts_format_us) */
+    const char *priority;     /* validated text */
     const char *wait_timeout; /* --wait-timeout as given */
     int64_t wait_timeout_s;   /* 0: wait as long as it takes */
     bool wait;
@@ -72,6 +77,10 @@ static void submit_usage(FILE *out)
             "                         K with the same request prints the execution it made\n"
             "                         (nothing new), with another request fails naming it\n"
             "                         (docs/api.md, \"Idempotent submission\")\n"
+            "      --at TIME          not before TIME, RFC 3339 (2026-05-01T14:00:00Z); the\n"
+            "                         scheduler does not claim it until then\n"
+            "      --in S             not before S seconds from now (0 to %d)\n"
+            "      --priority N       0 to 9, the highest claimed first (default %d)\n"
             "      --wait             wait until it ends (polls the row every %d ms), print the\n"
             "                         status, result and error; exit 0 only when it completed\n"
             "      --wait-timeout S   give up waiting after S seconds (exit 1); default: no limit\n"
@@ -84,7 +93,7 @@ static void submit_usage(FILE *out)
             "\n"
             "Exit codes: 0 submitted (with --wait: completed), 1 database error, wait timeout or\n"
             "an outcome other than completed, 2 usage or configuration error.\n",
-            submit_usage_line, SUBMIT_POLL_MS);
+            submit_usage_line, Q_DELAY_MAX_S, Q_PRIORITY_DEFAULT, SUBMIT_POLL_MS);
 }
 
 /* The whole of FILE (or standard input) as a string; NULL after reporting a usage error. */
@@ -152,6 +161,23 @@ static int submit_check(submit_opts_t *o)
     if (o->idem_key && !ids_idempotency_key_valid(o->idem_key))
         return cli_usage_error("submit", submit_usage_line, "--idempotency-key: %s",
                                IDS_IDEMPOTENCY_KEY_RULE);
+    int64_t us;
+    if (o->at && o->in)
+        return cli_usage_error("submit", submit_usage_line, "--at and --in: give one of them");
+    if (o->at && ts_parse(o->at, &us) != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--at wants an RFC 3339 date-time (2026-05-01T14:00:00Z), not '%s'",
+                               o->at);
+    if (o->at)
+        ts_format_us(us, o->run_at, sizeof o->run_at);
+    if (o->in && cli_parse_int64(o->in, 0, Q_DELAY_MAX_S, &v) != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--in wants whole seconds from 0 to %d, not '%s'", Q_DELAY_MAX_S,
+                               o->in);
+    if (o->priority && cli_parse_int64(o->priority, Q_PRIORITY_MIN, Q_PRIORITY_MAX, &v) != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--priority wants a whole number from %d to %d, not '%s'",
+                               Q_PRIORITY_MIN, Q_PRIORITY_MAX, o->priority);
     if (o->wait_timeout && !o->wait)
         return cli_usage_error("submit", submit_usage_line, "--wait-timeout needs --wait");
     return EXIT_OK;
@@ -172,6 +198,9 @@ static int submit_parse(int argc, char **argv, submit_opts_t *o)
         {"retry-on", 0, .value = &o->retry_on},
         {"fallback", 0, .value = &o->fallback},
         {"idempotency-key", 0, .value = &o->idem_key},
+        {"at", 0, .value = &o->at},
+        {"in", 0, .value = &o->in},
+        {"priority", 0, .value = &o->priority},
     };
     const cli_spec_t spec = {"submit", submit_usage_line, options, CLI_COUNT(options),
                              "ACTION_REF"};
@@ -279,6 +308,12 @@ static json_object *submission_object(const submit_opts_t *o, bool api)
         json_object_object_add(row, "fallback", json_object_new_string(o->fallback));
     if (o->idem_key)
         json_object_object_add(row, "idempotency_key", json_object_new_string(o->idem_key));
+    if (o->at) /* the API and q_submit read the same three fields */
+        json_object_object_add(row, "run_at", json_object_new_string(o->run_at));
+    if (o->in)
+        json_object_object_add(row, "delay_s", json_object_new_int64(atoll(o->in)));
+    if (o->priority)
+        json_object_object_add(row, "priority", json_object_new_int64(atoll(o->priority)));
     return row;
 }
 

@@ -21,6 +21,36 @@
 
 /* ---- submit ---- */
 
+/* When and how urgently (docs/flow-control.md): run_at or delay_s, and priority, checked and
+ * added to row as q_submit reads them; -1 with err. */
+static int schedule(const jf_t *f, const char *at, const char *sep, json_object *row)
+{
+    const char *run_at = NULL;
+    int64_t delay = 0, prio = 0, us = 0;
+    int has_delay, has_prio;
+    if (jf_string(f, "run_at", false, TS_TEXT_MAX, &run_at) < 0 ||
+        (has_delay = jf_int(f, "delay_s", false, 0, Q_DELAY_MAX_S, &delay)) < 0 ||
+        (has_prio = jf_int(f, "priority", false, Q_PRIORITY_MIN, Q_PRIORITY_MAX, &prio)) < 0)
+        return -1;
+    if ((run_at && ts_parse(run_at, &us) != 0) || (run_at && has_delay == 1)) {
+        snprintf(f->err, f->errlen, "%s%s%s", at, sep,
+                 has_delay == 1 ? "run_at and delay_s: give one of them"
+                                : "run_at: expected an RFC 3339 date-time such as "
+                                  "2026-05-01T14:00:00Z");
+        return -1;
+    }
+    char text[TS_TEXT_MAX];
+    if (run_at) {
+        ts_format_us(us, text, sizeof text); /* PostgreSQL reads exactly this instant */
+        json_object_object_add(row, "run_at", json_object_new_string(text));
+    }
+    if (has_delay == 1)
+        json_object_object_add(row, "delay_s", json_object_new_int64(delay));
+    if (has_prio == 1)
+        json_object_object_add(row, "priority", json_object_new_int64(prio));
+    return 0;
+}
+
 /* One submission checked and rewritten for q_submit into out (an array); -1 with err. */
 static int submission(json_object *in, size_t i, bool batch, json_object *out, char *err,
                       size_t errlen)
@@ -29,9 +59,9 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
     snprintf(path, sizeof path, "[%zu]", i);
     const char *at = batch ? path : "", *sep = batch ? ": " : "";
     jf_t f = {in, batch ? path : NULL, err, errlen};
-    static const char *const known[] = {"action_ref", "params",          "worker",
-                                        "timeout_s",  "max_attempts",    "retry_on",
-                                        "fallback",   "idempotency_key", NULL};
+    static const char *const known[] = {"action_ref",   "params",   "worker",          "timeout_s",
+                                        "max_attempts", "retry_on", "fallback",        "run_at",
+                                        "delay_s",      "priority", "idempotency_key", NULL};
     if (!json_object_is_type(in, json_type_object)) {
         snprintf(err, errlen, "%s%sa submission is a JSON object, not %s", at, sep, jf_kind(in));
         return -1;
@@ -44,7 +74,8 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
         if (!ok) {
             snprintf(err, errlen,
                      "%s%sunknown field '%.*s' (known: action_ref, params, worker, timeout_s, "
-                     "max_attempts, retry_on, fallback, idempotency_key)",
+                     "max_attempts, retry_on, fallback, run_at, delay_s, priority, "
+                     "idempotency_key)",
                      at, sep, utf8_prec(key, 64), key);
             return -1;
         }
@@ -102,6 +133,10 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
         json_object_object_add(row, "retry_on", json_object_new_string(on));
     if (fallback)
         json_object_object_add(row, "fallback", json_object_new_string(fallback));
+    if (schedule(&f, at, sep, row) != 0) {
+        json_object_put(row);
+        return -1;
+    }
     if (idem)
         json_object_object_add(row, "idempotency_key", json_object_new_string(idem));
     json_object_array_add(out, row);

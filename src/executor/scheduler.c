@@ -1,5 +1,5 @@
 /*
- * The scheduler: each tick claims requested executions (oldest first, SKIP LOCKED so several
+ * The scheduler: each tick claims requested executions (most urgent first, SKIP LOCKED so several
  * executors share the work), assigns workers, commits them as scheduled, then publishes the
  * dispatches with confirms. How each publish ended is recorded in one statement: confirmed
  * (dispatch_confirmed_at), or moved back to requested when the broker refused it or it was
@@ -41,17 +41,22 @@
  * backlog on every tick (docs/performance.md). Why a row waits is derived when it is read
  * (warren_wait_reason, schema 005).
  */
-/* Only rows that are due (a retry waits for its time, schema 015), in due order: one scan of
- * the partial index executions_due_idx (executions_due_pinned_idx for pinned rows). */
+/* Only rows that are due (a retry or a scheduled submission waits for its time, schema 015),
+ * higher priorities first, then in due order (schema 033): one scan of the partial index
+ * executions_due_idx (priority DESC, due_at, id), executions_due_pinned_idx for pinned rows,
+ * that stops at the batch. Every priority is named (the column's check allows no other) so
+ * that the scan seeks to each priority's due rows in turn and never steps over rows that are
+ * due later, however many are scheduled ahead (docs/flow-control.md has the plans). */
 #define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
                       " e.timeout_s, e.redrive_count FROM executions e"                    \
-                      " WHERE e.status = " EXEC_SQL(REQUESTED) " AND e.due_at <= now() AND "
+                      " WHERE e.status = " EXEC_SQL(REQUESTED) " AND e.priority = ANY("     \
+                      "'{9,8,7,6,5,4,3,2,1,0}'::smallint[]) AND e.due_at <= now() AND "
 static const char claim_pinned_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NOT NULL"
-    " ORDER BY e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
+    " ORDER BY e.priority DESC, e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 static const char claim_free_sql[] =
     CLAIM_COLUMNS "e.pinned_worker IS NULL AND e.action_ref = ANY($2::text[])"
-    " ORDER BY e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
+    " ORDER BY e.priority DESC, e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 
 /* Executors scheduling at once share the workers without waiting for each other and without a
  * row lock (a row lock is a WAL record per worker per tick, and made a second executor slow the

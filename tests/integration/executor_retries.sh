@@ -101,8 +101,10 @@ assert_eq "2 1" "$(psql_q "select attempt || ' ' || manual_retries from executio
     "one new attempt"
 
 # ---- a copy of a completion of an attempt that was retried changes nothing ----
-rid=$(psql_q "insert into executions (action_ref, status, worker, attempt, retries, due_at)
-              values ('core.fail', 'requested', '$w', 1, 1, now() + interval '1 hour') returning id")
+rid=$(psql_q "insert into executions (action_ref, status, worker, attempt, retries, due_at,
+                                      attempt_kind)
+              values ('core.fail', 'requested', '$w', 1, 1, now() + interval '1 hour', 'retry')
+              returning id")
 report "$w" "$rid" 1 failed null "a redelivered copy"
 sleep 2
 assert_eq "requested|1|0" \
