@@ -34,6 +34,14 @@ extern const char q_submit[];
 #define Q_PRIORITY_DEFAULT 5
 /* The longest delay_s (warren submit --in) accepted: one year. */
 #define Q_DELAY_MAX_S (366 * 86400)
+#define Q_STR_(x) #x
+#define Q_STR(x) Q_STR_(x) /* a number's text in a statement */
+/* The priority and the due_at of a submission row r (its priority, run_at, delay_s): the last
+ * two values of an INSERT of q_submit's columns; src/db/idempotency.c inserts the same. */
+#define Q_SUBMIT_PRIORITY_DUE(r)                                                                   \
+    "coalesce(" r ".priority, " Q_STR(Q_PRIORITY_DEFAULT) "), coalesce(" r ".run_at, now() + "     \
+                                                          "make_interval(secs => " r               \
+                                                          ".delay_s), now())"
 
 /*
  * Cancel execution $1 on behalf of $2 (cancelled_by): requested or scheduled become cancelled

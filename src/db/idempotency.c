@@ -5,6 +5,7 @@
 #include <string.h>
 #include "warren/db.h"
 #include "warren/idempotency.h"
+#include "warren/queries.h"
 
 /*
  * Every submission gets its id from the sequence first, so that its key row can name it in the
@@ -25,9 +26,10 @@ static const char submit_sql[] =
     "     || jsonb_build_object('params', coalesce(x.params, '{}')))::text) AS request_hash"
     " FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (action_ref text, params jsonb,"
     "   pinned_worker text, timeout_s integer, retry_max_attempts integer, retry_on text,"
-    "   fallback text, idempotency_key text)) WITH ORDINALITY"
+    "   fallback text, priority smallint, run_at timestamptz, delay_s integer,"
+    "   idempotency_key text)) WITH ORDINALITY"
     "   AS x(action_ref, params, pinned_worker, timeout_s, retry_max_attempts, retry_on, fallback,"
-    "   idempotency_key, ord)),"
+    "   priority, run_at, delay_s, idempotency_key, ord)),"
     " k AS (INSERT INTO execution_idempotency_keys AS t"
     "   (idempotency_key, execution_id, request_hash, expires_at)"
     "   SELECT idempotency_key, new_id, request_hash, now() + make_interval(secs => $3::integer)"
@@ -40,9 +42,11 @@ static const char submit_sql[] =
     "   coalesce(k.execution_id <> r.new_id AND k.request_hash <> r.request_hash, false)"
     "   AS conflict FROM r LEFT JOIN k ON k.idempotency_key = r.idempotency_key),"
     " ins AS (INSERT INTO executions (id, action_ref, params, pinned_worker, timeout_s,"
-    "   submitted_by, retry_max_attempts, retry_on, fallback) OVERRIDING SYSTEM VALUE"
+    "   submitted_by, retry_max_attempts, retry_on, fallback, priority, due_at)"
+    "   OVERRIDING SYSTEM VALUE"
     "   SELECT r.new_id, r.action_ref, coalesce(r.params, '{}'), r.pinned_worker, r.timeout_s, $2,"
-    "   r.retry_max_attempts, r.retry_on, r.fallback FROM r JOIN m ON m.ord = r.ord"
+    "   r.retry_max_attempts, r.retry_on, r.fallback, " Q_SUBMIT_PRIORITY_DUE("r")
+    "   FROM r JOIN m ON m.ord = r.ord"
     "   WHERE NOT m.replayed AND NOT EXISTS (SELECT 1 FROM m WHERE m.conflict)"
     "   ORDER BY r.ord RETURNING id, to_jsonb(executions) AS row)"
     " SELECT coalesce(m.execution_id, m.new_id) AS id, m.replayed, m.conflict,"

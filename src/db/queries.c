@@ -4,9 +4,6 @@
 #include "warren/exec_status.h"
 #include "warren/queries.h"
 
-#define Q_STR_(x) #x
-#define Q_STR(x) Q_STR_(x) /* a number's text in a statement */
-
 /* clang-format off */
 const char q_execution_doc[] =
     "SELECT (to_jsonb(e) || jsonb_build_object('wait_reason', warren_wait_reason(e, $2::int),"
@@ -48,9 +45,7 @@ const char q_submit[] =
     "INSERT INTO executions (action_ref, params, pinned_worker, timeout_s, submitted_by,"
     " retry_max_attempts, retry_on, fallback, priority, due_at)"
     " SELECT r.action_ref, coalesce(r.params, '{}'), r.pinned_worker, r.timeout_s, $2,"
-    " r.retry_max_attempts, r.retry_on, r.fallback,"
-    " coalesce(r.priority, " Q_STR(Q_PRIORITY_DEFAULT) "),"
-    " coalesce(r.run_at, now() + make_interval(secs => r.delay_s), now())"
+    " r.retry_max_attempts, r.retry_on, r.fallback, " Q_SUBMIT_PRIORITY_DUE("r")
     " FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (action_ref text, params jsonb,"
     "   pinned_worker text, timeout_s integer, retry_max_attempts integer, retry_on text,"
     "   fallback text, priority smallint, run_at timestamptz, delay_s integer)) WITH ORDINALITY"

@@ -85,6 +85,16 @@ expect 201 POST /api/v1/executions "{\"action_ref\": \"$action\"}"
 assert_eq null "$(jq -r '.replayed' <<<"$CALL_BODY")" "no replayed member without a key"
 assert_eq "$before" "$(psql_q "select count(*) from execution_idempotency_keys")" "key rows"
 
+log "a keyed submit keeps its priority and schedule; a replay compares them too"
+sk="sched-$k"
+expect 201 POST /api/v1/executions "{\"action_ref\": \"$action\", \"priority\": 7, \"delay_s\": 600, \"idempotency_key\": \"$sk\"}"
+sid=$(jq -r .id <<<"$CALL_BODY")
+assert_eq "7|t" "$(psql_q "select priority, due_at > now() + interval '500 seconds' from executions where id = $sid")" \
+    "priority and due time of a keyed submit"
+expect 200 POST /api/v1/executions "{\"action_ref\": \"$action\", \"priority\": 7, \"delay_s\": 600, \"idempotency_key\": \"$sk\"}"
+assert_eq "$sid|true" "$(jq -r '"\(.id)|\(.replayed)"' <<<"$CALL_BODY")" "the same request replays"
+expect 409 POST /api/v1/executions "{\"action_ref\": \"$action\", \"priority\": 2, \"delay_s\": 600, \"idempotency_key\": \"$sk\"}"
+
 log "the CLI on the database URL: the same rules, and the keys the API took"
 cli() { WARREN__LOG__LEVEL=warn "$WARREN_BIN" "$@"; }
 cid=$(cli submit "$action" --params '{"cli": 1}' --idempotency-key "cli-$k")
