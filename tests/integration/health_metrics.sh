@@ -49,7 +49,7 @@ assert_eq 2 "$(val worker 'warren_handler_duration_seconds_count{action="core.ec
 assert_eq 3 "$(val executor 'warren_dispatches_total{result="confirmed"}')" "dispatches"
 assert_eq 3 "$(val executor 'warren_dispatch_confirms_total{outcome="acked"}')" "confirms"
 assert_eq 3 "$(val executor warren_execution_run_seconds_count)" "run times observed"
-grep -q 'execution_id' "$TEST_TMP/executor.prom" "$TEST_TMP/worker.prom" && fail "an execution id as a label"
+grep -qE '[{,]execution_id=' "$TEST_TMP/executor.prom" "$TEST_TMP/worker.prom" && fail "an execution id as a label"
 
 # Status changes from the history, counted once they are 10 s old (a refresh every 10 s).
 # shellcheck disable=SC2317 # called by wait_until
