@@ -89,7 +89,7 @@ static void submit_usage(FILE *out)
             "  -h, --help             show this help\n"
             "\n"
             "With WARREN_API_URL set it goes through the executor's HTTP API (WARREN_API_KEY:\n"
-            "a write key) instead of the database; --json prints the same either way.\n"
+            "a submit key) instead of the database; --json prints the same either way.\n"
             "\n"
             "Exit codes: 0 submitted (with --wait: completed), 1 database error, wait timeout or\n"
             "an outcome other than completed, 2 usage or configuration error.\n",

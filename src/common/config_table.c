@@ -248,7 +248,8 @@ const cfg_key_t cfg_table[] = {
         "host:port of the executor's HTTP API, /livez, /readyz and /metrics; \"\" turns it off"),
     R_OPAQUE_SECRET_STR(
         "api.keys", api.keys, "",
-        "API keys \"NAME:SCOPE:SECRET,...\" (SCOPE read or write; SECRET at least 16 "
+        "API keys \"NAME:SCOPE:SECRET,...\" (SCOPE read, submit, operate or admin; write: "
+        "deprecated, means operate; SECRET at least 16 "
         "characters, no comma), added to those of api.keys_file"),
     R_STR(
         "api.keys_file", api.keys_file, "",
@@ -265,7 +266,8 @@ const cfg_key_t cfg_table[] = {
           "signed (mutual TLS); \"\" asks for none"),
     R_BOOL(
         "api.auth_reads", api.auth_reads, "false",
-        "GET requests of /api/ need a key too (a read or write key); writes always need a write key"),
+        "GET requests of /api/ need a key too (any scope); writes always need a key of their route's "
+        "scope (docs/api.md)"),
     INT("api.max_body_bytes", api.max_body_bytes, "8388608", 1024, 256 * 1024 * 1024,
         "Largest request body; a larger one gets 413"),
     INT("api.max_connections", api.max_connections, "64", 1, 10000,

@@ -47,6 +47,17 @@ static int tls_load(const warren_config_t *cfg, http_tls_t **out, char *err, siz
     return *out ? 0 : -1;
 }
 
+/* Keys given the old scope "write" work as operate; each is named at every load. */
+static void warn_deprecated(const api_keys_t *k)
+{
+    for (size_t i = 0; i < k->n; i++)
+        if (k->keys[i].named_write)
+            log_kv(LOG_WARN,
+                   "API key scope 'write' is deprecated: it works as 'operate' (no purge, bulk "
+                   "resolve or bulk redrive); give the key operate, or admin for those",
+                   "key", k->keys[i].name, NULL);
+}
+
 static int add_routes(api_t *x)
 {
     http_server_t *s = x->server;
@@ -136,6 +147,7 @@ int api_start(api_t *x)
     snprintf(n, sizeof n, "%zu", x->keys.n);
     log_kv(LOG_INFO, "api keys loaded", "keys", n, "auth_reads",
            cfg->api.auth_reads ? "true" : "false", NULL);
+    warn_deprecated(&x->keys);
     return 0;
 }
 
@@ -184,6 +196,7 @@ void api_keys_take(api_t *x)
     snprintf(n, sizeof n, "%zu", x->keys.n);
     log_kv(LOG_INFO, "api keys reloaded", "keys", n, "names", names, "auth_reads",
            x->cfg->api.auth_reads ? "true" : "false", NULL);
+    warn_deprecated(&x->keys);
     if (x->keys.n == 0)
         log_kv(LOG_WARN,
                "no API keys configured: anyone who can reach api.listen may submit and cancel",

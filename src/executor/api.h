@@ -57,12 +57,13 @@ int api_keys_prepare(api_t *x, const warren_config_t *loaded, char *err, size_t 
  * The TLS files read by api_keys_prepare serve the connections accepted from then on. */
 void api_keys_take(api_t *x);
 
-/* The request's key allows it (a write key for write; for a read, any key, or none unless
- * api.auth_reads). who gets the key's name. 401 without a key, 403 for a wrong key or a read
- * key on a write. */
-bool api_authorize(api_t *x, http_req_t *r, bool write, char *who, size_t wholen);
+/* The request's key has the scope need or above (for API_SCOPE_READ: any key, or none unless
+ * api.auth_reads). who gets the key's name. 401 without a key, 403 for a wrong key or one
+ * below need. */
+bool api_authorize(api_t *x, http_req_t *r, api_scope_t need, char *who, size_t wholen);
 /* The HTTP server's gate (http_set_gate, arg the api_t): a POST or PATCH, or any request with a
- * body, needs a write key, checked on the head before the body is read (401, 403). */
+ * body, needs a key of scope submit or above, checked on the head before the body is read
+ * (401, 403); the route's own scope is checked by its handler. */
 int api_gate(const http_head_t *h, void *arg, http_refusal_t *why);
 
 /* Run sql in a transaction of its own; *out gets its result (the caller PQclear()s it).
@@ -115,7 +116,7 @@ bool api_path_id(http_req_t *r, size_t i, const char *what, int64_t *id, char *t
 /* A body that is empty, blank or {}: true; else false after answering 400 (or 415). */
 bool api_no_fields(http_req_t *r, const char *what);
 
-/* POST /api/v1/executions/{id}/VERB (cancel, retry): a write key (who gets its name), the id,
+/* POST /api/v1/executions/{id}/VERB (cancel, retry): an operate key (who gets its name), the id,
  * no fields; false once the answer is sent. */
 bool api_execution_verb(api_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
                         int64_t *id, char *text, size_t textlen);

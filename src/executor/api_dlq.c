@@ -110,8 +110,9 @@ void api_dl_list(http_req_t *r, void *arg)
     char who[API_KEY_NAME_MAX + 1], limit[16], below[24];
     const char *cursor = NULL;
     char *filter = NULL;
-    if (!api_authorize(x, r, false, who, sizeof who) || !api_limit(r, limit, sizeof limit) ||
-        !api_cursor(r, below, sizeof below, &cursor) || !query_filter(r, allowed, &filter))
+    if (!api_authorize(x, r, API_SCOPE_READ, who, sizeof who) ||
+        !api_limit(r, limit, sizeof limit) || !api_cursor(r, below, sizeof below, &cursor) ||
+        !query_filter(r, allowed, &filter))
         return;
     if (cursor) { /* the cursor is one more filter member: ids below it */
         json_object *f = json_tokener_parse(filter);
@@ -138,7 +139,8 @@ void api_dl_stats(http_req_t *r, void *arg)
     api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1];
     char *filter = NULL;
-    if (!api_authorize(x, r, false, who, sizeof who) || !query_filter(r, filter_keys, &filter))
+    if (!api_authorize(x, r, API_SCOPE_READ, who, sizeof who) ||
+        !query_filter(r, filter_keys, &filter))
         return;
     const char *p[] = {filter};
     PGresult *res = NULL;
@@ -164,7 +166,7 @@ static void show(api_t *x, http_req_t *r, const char *id)
 static void patch(api_t *x, http_req_t *r, const char *id)
 {
     char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE];
-    if (!api_authorize(x, r, true, who, sizeof who))
+    if (!api_authorize(x, r, API_SCOPE_OPERATE, who, sizeof who))
         return;
     json_object *in = api_body_json(r);
     if (!in)
@@ -193,7 +195,7 @@ void api_dl_one(http_req_t *r, void *arg)
     api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id_text[24];
     int64_t id;
-    if (r->method == HTTP_GET && !api_authorize(x, r, false, who, sizeof who))
+    if (r->method == HTTP_GET && !api_authorize(x, r, API_SCOPE_READ, who, sizeof who))
         return;
     if (!record_id(r, &id, id_text, sizeof id_text))
         return;
@@ -244,7 +246,7 @@ void api_dl_redrive(http_req_t *r, void *arg)
     char who[API_KEY_NAME_MAX + 1], id_text[24];
     redrive_work_t w = {.by = who};
     json_object *in = NULL;
-    if (!api_authorize(x, r, true, who, sizeof who) ||
+    if (!api_authorize(x, r, API_SCOPE_OPERATE, who, sizeof who) ||
         !record_id(r, &w.id, id_text, sizeof id_text) ||
         !redrive_body(r, &in, &w.worker, &w.unpin)) {
         json_object_put(in);
@@ -321,7 +323,7 @@ void api_dl_purge(http_req_t *r, void *arg)
 {
     api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE] = "";
-    if (!api_authorize(x, r, true, who, sizeof who))
+    if (!api_authorize(x, r, API_SCOPE_ADMIN, who, sizeof who))
         return;
     bulk_body_t b = {.in = api_body_json(r)};
     if (!b.in)
@@ -380,7 +382,7 @@ void api_dl_resolve(http_req_t *r, void *arg)
 {
     api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], err[ERRBUF_SIZE] = "", note[10200];
-    if (!api_authorize(x, r, true, who, sizeof who))
+    if (!api_authorize(x, r, API_SCOPE_ADMIN, who, sizeof who))
         return;
     bulk_body_t b = {.in = api_body_json(r)};
     if (!b.in)

@@ -292,7 +292,7 @@ static void keyed_reply(http_req_t *r, const idem_outcome_t *o, bool batch)
 static void submit(api_t *x, http_req_t *r)
 {
     char who[API_KEY_NAME_MAX + 1];
-    if (!api_authorize(x, r, true, who, sizeof who))
+    if (!api_authorize(x, r, API_SCOPE_SUBMIT, who, sizeof who))
         return;
     json_object *in = api_body_json(r);
     if (!in)
@@ -333,7 +333,7 @@ static void submit(api_t *x, http_req_t *r)
 static bool authorize_read(api_t *x, http_req_t *r)
 {
     char who[API_KEY_NAME_MAX + 1];
-    return api_authorize(x, r, false, who, sizeof who);
+    return api_authorize(x, r, API_SCOPE_READ, who, sizeof who);
 }
 
 void api_get_execution(http_req_t *r, void *arg)

@@ -19,9 +19,22 @@ void api_keys_free(api_keys_t *k)
     memset(k, 0, sizeof *k);
 }
 
+static const char *const scope_names[] = {"", "read", "submit", "operate", "admin"};
+
 const char *api_scope_name(api_scope_t s)
 {
-    return s == API_SCOPE_WRITE ? "write" : "read";
+    return s >= API_SCOPE_READ && s <= API_SCOPE_ADMIN ? scope_names[s] : "none";
+}
+
+api_scope_t api_scope_parse(const char *name, size_t len, bool *deprecated)
+{
+    *deprecated = len == 5 && !strncmp(name, "write", 5);
+    if (*deprecated)
+        return API_SCOPE_OPERATE;
+    for (int s = API_SCOPE_READ; s <= API_SCOPE_ADMIN; s++)
+        if (strlen(scope_names[s]) == len && !strncmp(name, scope_names[s], len))
+            return (api_scope_t)s;
+    return 0;
 }
 
 static bool name_ok(const char *s, size_t n)
@@ -53,14 +66,13 @@ static int add(api_keys_t *k, const char *name, size_t nlen, const char *scope, 
                  (int)(nlen > 64 ? 64 : nlen), name, API_KEY_NAME_MAX);
         return -1;
     }
-    api_scope_t sc;
-    if (slen == 4 && !strncmp(scope, "read", 4))
-        sc = API_SCOPE_READ;
-    else if (slen == 5 && !strncmp(scope, "write", 5))
-        sc = API_SCOPE_WRITE;
-    else {
-        snprintf(err, errlen, "%s: key '%.*s': scope must be read or write", where, (int)nlen,
-                 name);
+    bool named_write;
+    api_scope_t sc = api_scope_parse(scope, slen, &named_write);
+    if (!sc) {
+        snprintf(err, errlen,
+                 "%s: key '%.*s': scope must be read, submit, operate or admin (write: "
+                 "deprecated, means operate)",
+                 where, (int)nlen, name);
         return -1;
     }
     if (!secret_ok(secret, sclen)) {
@@ -99,6 +111,7 @@ static int add(api_keys_t *k, const char *name, size_t nlen, const char *scope, 
     memcpy(key->name, name, nlen);
     key->name[nlen] = '\0';
     key->scope = sc;
+    key->named_write = named_write;
     memcpy(key->secret, secret, sclen);
     key->secret[sclen] = '\0';
     return 0;

@@ -1,5 +1,5 @@
 /*
- * The API's keys: named, scoped read or write, from api.keys ("NAME:SCOPE:SECRET,...", which
+ * The API's keys: named and scoped (read, submit, operate, admin), from api.keys ("NAME:SCOPE:SECRET,...", which
  * WARREN__API__KEYS can also give) and api.keys_file (one "NAME SCOPE SECRET" per line; refused
  * when group- or world-readable). A request's secret is compared with every key in constant
  * time. Secrets are never logged: errors name the key and the line, never the secret.
@@ -14,11 +14,23 @@
 #define API_KEY_SECRET_MIN 16
 #define API_KEY_SECRET_MAX 256
 
-typedef enum { API_SCOPE_READ = 1, API_SCOPE_WRITE = 2 } api_scope_t;
+/*
+ * Each scope includes the ones before it: read (GETs), submit (create executions), operate
+ * (cancel, retry, investigate, complete, resolve or redrive one dead letter), admin (purge, bulk
+ * resolve, bulk redrive tasks: what acts on many rows). "write", the scope of old keys, is read
+ * as operate; the key remembers it was so named, for a deprecation warning.
+ */
+typedef enum {
+    API_SCOPE_READ = 1,
+    API_SCOPE_SUBMIT = 2,
+    API_SCOPE_OPERATE = 3,
+    API_SCOPE_ADMIN = 4,
+} api_scope_t;
 
 typedef struct api_key {
     char name[API_KEY_NAME_MAX + 1];
     api_scope_t scope;
+    bool named_write; /* given as "write" (deprecated): operate */
     char secret[API_KEY_SECRET_MAX + 1];
 } api_key_t;
 
@@ -42,5 +54,7 @@ int api_keys_load(api_keys_t *k, const warren_config_t *cfg, char *err, size_t e
 /* The key whose secret this is, NULL for none. Looks at every key, each in constant time. */
 const api_key_t *api_keys_find(const api_keys_t *k, const char *secret);
 const char *api_scope_name(api_scope_t s);
+/* The scope a name means (write: operate, *deprecated set), 0 for none. */
+api_scope_t api_scope_parse(const char *name, size_t len, bool *deprecated);
 
 #endif

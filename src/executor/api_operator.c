@@ -22,7 +22,7 @@ void api_dl_queue(http_req_t *r, void *arg)
     static const char *const allowed[] = {"limit", "cursor", NULL};
     char who[API_KEY_NAME_MAX + 1], limit[16], cursor[80];
     const char *as_of = NULL, *priority = NULL, *after = NULL, *c = NULL;
-    if (!api_authorize(x, r, false, who, sizeof who) || !http_query_only(r, allowed) ||
+    if (!api_authorize(x, r, API_SCOPE_READ, who, sizeof who) || !http_query_only(r, allowed) ||
         !api_limit(r, limit, sizeof limit))
         return;
     if ((c = http_query(r, "cursor")) &&
@@ -73,7 +73,7 @@ void api_investigate(http_req_t *r, void *arg)
     static const char *const known[] = {"notes", NULL};
     const char *notes = NULL;
     jf_t f = {NULL, NULL, err, sizeof err};
-    if (!api_authorize(x, r, true, who, sizeof who) ||
+    if (!api_authorize(x, r, API_SCOPE_OPERATE, who, sizeof who) ||
         !api_execution_id(r, 0, &id, id_text, sizeof id_text) || !optional_body(r, known, &in))
         goto out;
     f.obj = in;
@@ -147,7 +147,7 @@ void api_complete(http_req_t *r, void *arg)
     json_object *in = NULL;
     const char *result = NULL, *notes = NULL;
     char *cfg = NULL;
-    if (!api_authorize(x, r, true, who, sizeof who) ||
+    if (!api_authorize(x, r, API_SCOPE_OPERATE, who, sizeof who) ||
         !api_execution_id(r, 0, &id, id_text, sizeof id_text) ||
         !complete_body(r, &in, &result, &notes, attempt, sizeof attempt))
         goto out;

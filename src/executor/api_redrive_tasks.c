@@ -50,7 +50,7 @@ static bool create_body(api_t *x, http_req_t *r, json_object *in, json_object **
 static void create(api_t *x, http_req_t *r)
 {
     char who[API_KEY_NAME_MAX + 1];
-    if (!api_authorize(x, r, true, who, sizeof who))
+    if (!api_authorize(x, r, API_SCOPE_ADMIN, who, sizeof who))
         return;
     json_object *in = api_body_json(r), *filter = NULL;
     int64_t rate;
@@ -86,7 +86,7 @@ static void list(api_t *x, http_req_t *r)
 {
     static const char *const allowed[] = {"status", "limit", NULL};
     char who[API_KEY_NAME_MAX + 1], limit[16];
-    if (!api_authorize(x, r, false, who, sizeof who) || !http_query_only(r, allowed) ||
+    if (!api_authorize(x, r, API_SCOPE_READ, who, sizeof who) || !http_query_only(r, allowed) ||
         !api_limit(r, limit, sizeof limit))
         return;
     const char *status = http_query(r, "status");
@@ -131,7 +131,7 @@ void api_redrive_task(http_req_t *r, void *arg)
 {
     api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id[24];
-    if (!api_authorize(x, r, false, who, sizeof who) || !task_id(r, id, sizeof id))
+    if (!api_authorize(x, r, API_SCOPE_READ, who, sizeof who) || !task_id(r, id, sizeof id))
         return;
     const char *p[] = {id};
     PGresult *res = NULL;
@@ -148,7 +148,7 @@ void api_redrive_task_cancel(http_req_t *r, void *arg)
 {
     api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id[24];
-    if (!api_authorize(x, r, true, who, sizeof who) || !task_id(r, id, sizeof id))
+    if (!api_authorize(x, r, API_SCOPE_ADMIN, who, sizeof who) || !task_id(r, id, sizeof id))
         return;
     const char *p[] = {id};
     PGresult *res = NULL;

@@ -53,17 +53,19 @@ int api_gate(const http_head_t *h, void *arg, http_refusal_t *why)
                                 "KEY)"};
     else if (!key)
         *why = (http_refusal_t){403, "forbidden", "the API key is not valid"};
-    else if (key->scope != API_SCOPE_WRITE) {
+    else if (key->scope < API_SCOPE_SUBMIT) { /* the route's own scope: its handler checks */
         *why = (http_refusal_t){403, "forbidden", ""};
-        snprintf(why->detail, sizeof why->detail, "key '%s' may only read; this needs a write key",
+        snprintf(why->detail, sizeof why->detail,
+                 "key '%s' may only read; this needs a key of scope submit, operate or admin",
                  key->name);
     } else
         return 0;
     return -1;
 }
 
-bool api_authorize(api_t *x, http_req_t *r, bool write, char *who, size_t wholen)
+bool api_authorize(api_t *x, http_req_t *r, api_scope_t need, char *who, size_t wholen)
 {
+    bool write = need > API_SCOPE_READ;
     if (x->keys.n == 0) { /* no keys: allowed on loopback only, see api_start */
         snprintf(who, wholen, "%s", API_ANONYMOUS);
         return true;
@@ -84,9 +86,9 @@ bool api_authorize(api_t *x, http_req_t *r, bool write, char *who, size_t wholen
         http_error(r, 403, "forbidden", "the API key is not valid");
         return false;
     }
-    if (write && key->scope != API_SCOPE_WRITE) {
-        http_error(r, 403, "forbidden", "key '%s' may only read; this needs a write key",
-                   key->name);
+    if (key->scope < need) {
+        http_error(r, 403, "forbidden", "key '%s' has scope %s; this needs %s or above", key->name,
+                   api_scope_name(key->scope), api_scope_name(need));
         return false;
     }
     snprintf(who, wholen, "%s", key->name);
@@ -345,8 +347,8 @@ bool api_no_fields(http_req_t *r, const char *what)
 bool api_execution_verb(api_t *x, http_req_t *r, const char *what, char *who, size_t wholen,
                         int64_t *id, char *text, size_t textlen)
 {
-    return api_authorize(x, r, true, who, wholen) && api_execution_id(r, 0, id, text, textlen) &&
-           api_no_fields(r, what);
+    return api_authorize(x, r, API_SCOPE_OPERATE, who, wholen) &&
+           api_execution_id(r, 0, id, text, textlen) && api_no_fields(r, what);
 }
 
 bool api_path_id(http_req_t *r, size_t i, const char *what, int64_t *id, char *text, size_t textlen)

@@ -11,7 +11,7 @@ void api_staleness(http_req_t *r, void *arg)
     api_t *x = arg;
     static const char *const allowed[] = {"health", "limit", NULL};
     char who[API_KEY_NAME_MAX + 1], limit[16];
-    if (!api_authorize(x, r, false, who, sizeof who) || !http_query_only(r, allowed) ||
+    if (!api_authorize(x, r, API_SCOPE_READ, who, sizeof who) || !http_query_only(r, allowed) ||
         !api_limit(r, limit, sizeof limit))
         return;
     const char *health = http_query(r, "health");

@@ -97,7 +97,7 @@ static void keys(const char *text, bool file)
         FUZZ_CHECK(nl > 0 && nl <= API_KEY_NAME_MAX);
         FUZZ_CHECK(strspn(key->name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                      "0123456789_.-") == nl);
-        FUZZ_CHECK(key->scope == API_SCOPE_READ || key->scope == API_SCOPE_WRITE);
+        FUZZ_CHECK(key->scope >= API_SCOPE_READ && key->scope <= API_SCOPE_ADMIN);
         FUZZ_CHECK(sl >= API_KEY_SECRET_MIN && sl <= API_KEY_SECRET_MAX);
         for (size_t j = 0; j < sl; j++)
             FUZZ_CHECK(key->secret[j] > ' ' && key->secret[j] <= '~' && key->secret[j] != ',');

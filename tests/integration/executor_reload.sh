@@ -17,7 +17,7 @@ action=$(unique_name act)
 forget_executions "$action"
 export WARREN__LOG__FORMAT=json
 conf="$TEST_TMP/warren.conf"
-api_keys_file # "ops" (write) and "viewer" (read)
+api_keys_file # "ops" (admin) and "viewer" (read)
 cat >"$conf" <<EOF
 log = { level = "info"; };
 database = { statement_timeout_ms = 5000; };
@@ -41,9 +41,9 @@ sleep 3
 assert_eq scheduled "$(exec_field "$id" status)" "status with the monitor off"
 assert_not_contains "$(cat "$(bg_log ex)")" '"level":"debug"' "debug lines at level info"
 
-# The keys file rotated: a new write key, the viewer gone; reads need no key any more.
+# The keys file rotated: a new operate key, the viewer gone; reads need no key any more.
 new_key=rotated-key-$RANDOM$RANDOM-0123456789
-(umask 077 && printf 'ops2 write %s\n' "$new_key" >"$API_KEYS_FILE")
+(umask 077 && printf 'ops2 operate %s\n' "$new_key" >"$API_KEYS_FILE")
 cat >"$conf" <<EOF
 log = { level = "debug"; };
 database = { statement_timeout_ms = 6000; };
@@ -55,7 +55,7 @@ sighup ex "$pid" '"msg":"configuration reloaded"'
 assert_eq "log.level, executor.monitor_interval_s, api.auth_reads" "$(jq -r .changed <<<"$LOG_LINE")" \
     "what the reload took"
 line=$(grep '"msg":"api keys reloaded"' "$(bg_log ex)") || fail "no line about the API keys"
-assert_eq "1|ops2:write|false" "$(jq -r '"\(.keys)|\(.names)|\(.auth_reads)"' <<<"$line")" "the keys taken"
+assert_eq "1|ops2:operate|false" "$(jq -r '"\(.keys)|\(.names)|\(.auth_reads)"' <<<"$line")" "the keys taken"
 expect 403 GET /api/v1/workers '' "$API_READ_KEY"
 expect 403 POST /api/v1/executions "{\"action_ref\":\"$action.api\"}" "$API_WRITE_KEY"
 expect 200 GET /api/v1/workers '' -

@@ -5,10 +5,11 @@
 API_WRITE_KEY=write-key-$RANDOM$RANDOM-0123456789
 API_READ_KEY=read-key-$RANDOM$RANDOM-0123456789
 
-# api_keys_file: a keys file (0600) with "ops" (write) and "viewer" (read); sets API_KEYS_FILE.
+# api_keys_file: a keys file (0600) with "ops" (admin: every route) and "viewer" (read); sets
+# API_KEYS_FILE. tests/integration/api_scopes.sh tries the scopes between them.
 api_keys_file() {
     API_KEYS_FILE="$TEST_TMP/api.keys"
-    (umask 077 && printf '# test keys\nops write %s\nviewer read %s\n' "$API_WRITE_KEY" \
+    (umask 077 && printf '# test keys\nops admin %s\nviewer read %s\n' "$API_WRITE_KEY" \
         "$API_READ_KEY" >"$API_KEYS_FILE")
 }
 

@@ -24,18 +24,41 @@ static void test_list(void **state)
     const api_key_t *ops = api_keys_find(&k, S1);
     assert_non_null(ops);
     assert_string_equal(ops->name, "ops");
-    assert_int_equal(ops->scope, API_SCOPE_WRITE);
+    assert_int_equal(ops->scope, API_SCOPE_OPERATE); /* "write": the deprecated name of operate */
+    assert_true(ops->named_write);
     assert_int_equal(api_keys_find(&k, S2)->scope, API_SCOPE_READ);
     assert_null(api_keys_find(&k, "s3cr3t-012345678"));
     assert_null(api_keys_find(&k, ""));
     api_keys_free(&k);
 }
 
+static void test_scopes(void **state)
+{
+    (void)state;
+    const char *names[] = {"read", "submit", "operate", "admin"};
+    bool deprecated;
+    for (int s = API_SCOPE_READ; s <= API_SCOPE_ADMIN; s++) {
+        const char *n = names[s - API_SCOPE_READ];
+        assert_int_equal(api_scope_parse(n, strlen(n), &deprecated), s);
+        assert_false(deprecated);
+        assert_string_equal(api_scope_name((api_scope_t)s), n);
+    }
+    assert_int_equal(api_scope_parse("write", 5, &deprecated), API_SCOPE_OPERATE);
+    assert_true(deprecated);
+    assert_int_equal(api_scope_parse("adminx", 5, &deprecated), API_SCOPE_ADMIN); /* by length */
+    assert_int_equal(api_scope_parse("adminx", 6, &deprecated), 0);
+    assert_int_equal(api_scope_parse("", 0, &deprecated), 0);
+    /* Each scope includes the ones before it: the checks compare them in this order. */
+    assert_true(API_SCOPE_READ < API_SCOPE_SUBMIT && API_SCOPE_SUBMIT < API_SCOPE_OPERATE &&
+                API_SCOPE_OPERATE < API_SCOPE_ADMIN);
+}
+
 static void test_list_errors_never_show_the_secret(void **state)
 {
     (void)state;
     const char *bad[] = {"ops:write",
-                         "ops:admin:" S1,
+                         "ops:root:" S1,
+                         "ops:Admin:" S1,
                          "o p:read:" S1,
                          "ops:read:short",
                          "ops:read:" S1 ",ops:write:" S2,
@@ -98,6 +121,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_list),
+        cmocka_unit_test(test_scopes),
         cmocka_unit_test(test_list_errors_never_show_the_secret),
         cmocka_unit_test(test_file_text),
         cmocka_unit_test(test_file_permissions),
