@@ -137,6 +137,8 @@ json_object *dlq_filter(json_object *in, bool allow_ids, char *err, size_t errle
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    if (!in) /* no filter: no condition (json_object_object_foreach needs an object) */
+        return out;
     json_object_object_foreach(in, key, val) {
         (void)val;
         if (!dlq_word_known(known, key) || (!allow_ids && !strcmp(key, "ids"))) {

@@ -37,7 +37,7 @@ static bool create_body(api_t *x, http_req_t *r, json_object *in, json_object **
     json_object *fin = NULL;
     *rate = x->cfg->redrive.default_rate;
     bool ok = api_fields(in, known, err, sizeof err) == 0 &&
-              jf_object(&f, "filter", false, &fin) >= 0 &&
+              jf_object(&f, "filter", true, &fin) >= 0 && /* all records: "filter": {} */
               jf_int(&f, "rate", false, 1, x->cfg->redrive.max_rate, rate) >= 0 &&
               api_pin(in, worker, unpin, err, sizeof err) == 0;
     if (ok && !(*filter = dlq_filter(fin, true, err, sizeof err)))

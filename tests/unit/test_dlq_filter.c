@@ -51,6 +51,18 @@ static void test_filter_normalised(void **state)
     free(out);
 }
 
+/* No filter at all (an optional member left out) is no condition; it once crashed the executor
+ * on POST /api/v1/redrive-tasks without "filter". */
+static void test_filter_absent(void **state)
+{
+    (void)state;
+    char err[512] = "";
+    json_object *f = dlq_filter(NULL, true, err, sizeof err);
+    assert_non_null(f);
+    assert_int_equal(json_object_object_length(f), 0);
+    json_object_put(f);
+}
+
 static void test_filter_refused(void **state)
 {
     (void)state;
@@ -104,6 +116,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_filter_normalised),
+        cmocka_unit_test(test_filter_absent),
         cmocka_unit_test(test_filter_refused),
         cmocka_unit_test(test_patch),
     };
