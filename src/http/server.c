@@ -17,7 +17,7 @@
 #include "warren/log.h"
 #include "http/http_internal.h"
 
-#define MAX_ROUTES 32
+#define MAX_ROUTES 64
 #define PATH_MAX_BYTES 2048
 
 typedef struct route {
