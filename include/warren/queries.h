@@ -78,4 +78,12 @@ extern const char q_investigate[];
  */
 extern const char q_complete[];
 
+/* Register a wait for an execution's end (schema 036) and say whether it has ended, in one
+ * statement: while the registration is current, every statement that changes a status notifies
+ * channel warren_ended (schema/functions/195_execution_waiters.sql says why none is missed).
+ * $1 id, $2 seconds the registration lasts. One row, "ended" (boolean); none: no such
+ * execution. Expired registrations are pruned on the way. */
+extern const char q_wait_register[];
+#define Q_WAIT_CHANNEL "warren_ended"
+
 #endif

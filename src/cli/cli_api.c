@@ -17,7 +17,7 @@
 #include "cli/cli_fmt.h"
 
 #define API_TIMEOUT_S 30
-#define WAIT_POLL_MS 100
+#define WAIT_REQUEST_S 20
 
 const char *cli_api_url(void)
 {
@@ -304,18 +304,18 @@ static int print_table(json_object *rows, const char *const *keys, const char *c
 
 /* ---- commands ---- */
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
+/* --wait: GET ?wait_s= answers when the execution ends (docs/api.md, "Waiting for the end"),
+ * at most this long per request, well inside API_TIMEOUT_S. */
 static int wait_for(const char *id, bool json, int64_t wait_timeout_s)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/api/v1/executions/%s", id);
     int64_t deadline = wait_timeout_s ? now_mono_ms() + wait_timeout_s * 1000 : INT64_MAX;
     for (;;) {
+        int64_t left_ms = deadline - now_mono_ms();
+        int64_t wait_s = left_ms <= 0                      ? 0
+                         : left_ms > WAIT_REQUEST_S * 1000 ? WAIT_REQUEST_S
+                                                           : (left_ms + 999) / 1000;
+        char path[96];
+        snprintf(path, sizeof path, "/api/v1/executions/%s?wait_s=%" PRId64, id, wait_s);
         int rc;
         json_object *doc = get_json("submit", path, &rc);
         if (!doc)
@@ -342,7 +342,6 @@ static int wait_for(const char *id, bool json, int64_t wait_timeout_s)
             return rc;
         }
         json_object_put(doc);
-        sleep_ms(WAIT_POLL_MS);
     }
 }
 

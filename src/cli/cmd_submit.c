@@ -1,6 +1,7 @@
 /* `warren submit`: insert a requested execution and, with --wait, follow it to its outcome. */
 #include <inttypes.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +19,11 @@
 #include "warren/timestamp.h"
 #include "warren/utf8.h"
 
-/* How often --wait looks at the row. A primary-key lookup every 100 ms costs the database
- * next to nothing and keeps the added latency small; LISTEN/NOTIFY would need a trigger in
- * the schema for a saving nobody would notice. */
+/* --wait hears the end on LISTEN warren_ended (schema 036, as GET ?wait_s= does), registered for
+ * this long at a time and renewed before it lapses. Where LISTEN is refused (a pooler in
+ * transaction mode), it looks at the row every SUBMIT_POLL_MS instead. */
+#define SUBMIT_WAIT_REGISTER_S 60
+#define SUBMIT_WAIT_RENEW_MS ((SUBMIT_WAIT_REGISTER_S - 10) * 1000)
 #define SUBMIT_POLL_MS 100
 /* --params-file: beyond this it could never be dispatched (the envelope's limit is 1 MiB). */
 #define PARAMS_FILE_MAX (16 * 1024 * 1024)
@@ -81,8 +84,9 @@ static void submit_usage(FILE *out)
             "                         scheduler does not claim it until then\n"
             "      --in S             not before S seconds from now (0 to %d)\n"
             "      --priority N       0 to 9, the highest claimed first (default %d)\n"
-            "      --wait             wait until it ends (polls the row every %d ms), print the\n"
-            "                         status, result and error; exit 0 only when it completed\n"
+            "      --wait             wait until it ends (told at once, docs/api.md \"Waiting for\n"
+            "                         the end\"), print the status, result and error; exit 0\n"
+            "                         only when it completed\n"
             "      --wait-timeout S   give up waiting after S seconds (exit 1); default: no limit\n"
             "  -j, --json             print the row as JSON (with --wait: the final row)\n"
             "  -c, --config FILE      configuration file (default: $WARREN_CONFIG)\n"
@@ -93,7 +97,7 @@ static void submit_usage(FILE *out)
             "\n"
             "Exit codes: 0 submitted (with --wait: completed), 1 database error, wait timeout or\n"
             "an outcome other than completed, 2 usage or configuration error.\n",
-            submit_usage_line, Q_DELAY_MAX_S, Q_PRIORITY_DEFAULT, SUBMIT_POLL_MS);
+            submit_usage_line, Q_DELAY_MAX_S, Q_PRIORITY_DEFAULT);
 }
 
 /* The whole of FILE (or standard input) as a string; NULL after reporting a usage error. */
@@ -251,6 +255,15 @@ static int submit_print_final(PGconn *db, const char *id, const warren_config_t 
     return 0;
 }
 
+/* Register the wait (q_wait_register); 0, or -1 after saying why. */
+static int submit_wait_register(PGconn *db, const char *id)
+{
+    const char *params[] = {id, Q_STR(SUBMIT_WAIT_REGISTER_S)};
+    PGresult *res = cli_db_query(db, "submit", q_wait_register, 2, params);
+    PQclear(res);
+    return res ? 0 : -1;
+}
+
 static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o,
                        const warren_config_t *cfg)
 {
@@ -259,6 +272,15 @@ static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o,
         "extract(epoch FROM coalesce(ended_at, now()) - created_at) AS took_s "
         "FROM executions e WHERE id = $1";
     int64_t deadline = o->wait_timeout_s ? now_mono_ms() + o->wait_timeout_s * 1000 : INT64_MAX;
+    PGresult *listen = PQexec(db, "LISTEN " Q_WAIT_CHANNEL);
+    bool listening = PQresultStatus(listen) == PGRES_COMMAND_OK;
+    PQclear(listen);
+    int64_t renew_at = 0;
+    if (listening) {
+        if (submit_wait_register(db, id) != 0)
+            return EXIT_RUNTIME;
+        renew_at = now_mono_ms() + SUBMIT_WAIT_RENEW_MS;
+    }
     for (;;) {
         const char *params[] = {id};
         PGresult *res = cli_db_query(db, "submit", sql, 1, params);
@@ -283,7 +305,26 @@ static int submit_wait(PGconn *db, const char *id, const submit_opts_t *o,
             return rc;
         }
         PQclear(res);
-        sleep_ms(SUBMIT_POLL_MS);
+        if (!listening) {
+            sleep_ms(SUBMIT_POLL_MS);
+            continue;
+        }
+        int64_t now = now_mono_ms();
+        if (now >= renew_at) { /* the registration lapses soon: renew it, then look again */
+            if (submit_wait_register(db, id) != 0)
+                return EXIT_RUNTIME;
+            renew_at = now + SUBMIT_WAIT_RENEW_MS;
+            continue;
+        }
+        int64_t until = deadline < renew_at ? deadline : renew_at;
+        struct pollfd pfd = {.fd = PQsocket(db), .events = POLLIN};
+        if (poll(&pfd, 1, (int)(until - now)) > 0 && !PQconsumeInput(db)) {
+            fprintf(stderr, "warren submit: lost the database while waiting: %s",
+                    PQerrorMessage(db));
+            return EXIT_RUNTIME;
+        }
+        for (PGnotify *note; (note = PQnotifies(db)) != NULL;)
+            PQfreemem(note);
     }
 }
 

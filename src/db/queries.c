@@ -110,3 +110,13 @@ const char *retry_refusal(const char *before)
             return refusals[i].why;
     return NULL;
 }
+
+const char q_wait_register[] =
+    "WITH expired AS (DELETE FROM execution_waiters WHERE until < now() - interval '1 minute'),"
+    " reg AS (INSERT INTO execution_waiters (execution_id, until)"
+    "         VALUES ($1::bigint, now() + make_interval(secs => $2::int)))"
+    " SELECT status IN (" EXEC_SQL(COMPLETED) "," EXEC_SQL(FAILED) "," EXEC_SQL(
+        CANCELLED) ","
+                   " " EXEC_SQL(TIMEOUT) "," EXEC_SQL(
+                       ABANDONED) ") AS ended"
+                                  " FROM executions WHERE id = $1::bigint FOR SHARE";

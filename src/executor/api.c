@@ -67,7 +67,7 @@ static int add_routes(api_t *x)
            http_route(s, HTTP_GET, "/readyz", api_readyz, x) ||
            http_route(s, HTTP_GET, "/metrics", api_metrics, x) ||
            http_route(s, W | Q | HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
-           http_route(s, W | HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
+           http_route(s, W | Q | HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/cancel", cancel_handle, x) ||
            http_route(s, W | Q | HTTP_GET, "/api/v1/workers", api_workers, x) ||
            http_route(s, W | Q | HTTP_GET, "/api/v1/dead-letters", api_dl_list, x) ||

@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 #include <libpq-fe.h>
 #include "executor/api_keys.h"
+#include "executor/api_wait.h"
 #include "executor/cancel.h"
 #include "executor/consumer.h"
 #include "executor/dbconn.h"
@@ -42,6 +43,7 @@ typedef struct api {
     api_keys_t keys;
     api_keys_t keys_next; /* read by a reload's prepare step, taken by its apply step */
     http_tls_t *tls_next; /* the same for the TLS files; owned until taken */
+    api_waits_t waits;    /* GET /api/v1/executions/{id}?wait_s (api_wait.c) */
 } api_t;
 
 /* The HTTP server on api.listen (none when ""): API routes, /livez, /readyz, /metrics. -1

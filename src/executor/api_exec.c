@@ -341,8 +341,22 @@ void api_get_execution(http_req_t *r, void *arg)
     api_t *x = arg;
     int64_t id;
     char id_text[24], factor[16];
-    if (!authorize_read(x, r) || !api_execution_id(r, 0, &id, id_text, sizeof id_text))
+    static const char *const allowed[] = {"wait_s", NULL};
+    if (!authorize_read(x, r) || !http_query_only(r, allowed) ||
+        !api_execution_id(r, 0, &id, id_text, sizeof id_text))
         return;
+    const char *wait = http_query(r, "wait_s");
+    if (wait) {
+        char *end = NULL;
+        long secs = strtol(wait, &end, 10);
+        if (end == wait || *end || secs < 0 || secs > API_WAIT_MAX_S) {
+            http_error(r, 400, "bad_request", "wait_s wants whole seconds from 0 to %d, not '%s'",
+                       API_WAIT_MAX_S, wait);
+            return;
+        }
+        if (secs > 0 && !api_wait_end(x, r, id_text, (int)secs))
+            return;
+    }
     snprintf(factor, sizeof factor, "%d", x->cfg->executor.heartbeat_stale_factor);
     const char *params[] = {id_text, factor};
     PGresult *res = NULL;

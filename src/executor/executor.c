@@ -255,6 +255,7 @@ static void drain(executor_t *x)
     log_kv(LOG_INFO, "draining: no new claims; finishing the batches in hand", NULL);
     evtimer_del(&x->sched_ev);
     listener_stop(&x->listener);
+    api_waits_release(&x->api);
     for (size_t i = 0; i < sizeof x->jobs / sizeof x->jobs[0]; i++)
         evtimer_del(&x->jobs[i].ev);
     each_consumer(x, consumer_finish);
@@ -577,6 +578,10 @@ static int start(executor_t *x)
                       cfg->database.statement_timeout_ms, wake_scheduler, x) != 0) {
         log_kv(LOG_ERROR, "out of memory", NULL);
         return -1;
+    }
+    if (cfg->executor.listen_notify) {
+        listener_on_ended(&x->listener, api_waits_announce, &x->api);
+        x->api.waits.listening = &x->listener.listening;
     }
     x->loop_beat_ms = now_mono_ms();
     if (register_metrics(x) != 0 || api_start(&x->api) != 0)

@@ -45,24 +45,38 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
         dbc_lost(&l->db);
         return;
     }
-    bool any = false;
-    for (PGnotify *note; (note = PQnotifies(db)) != NULL; any = true)
-        PQfreemem(note);
+    bool any = false, ended = false;
+    for (PGnotify *note; (note = PQnotifies(db)) != NULL; PQfreemem(note)) {
+        if (!strcmp(note->relname, LISTEN_ENDED_CHANNEL))
+            ended = true;
+        else
+            any = true;
+    }
+    if (ended && l->ended)
+        l->ended(l->ended_arg);
     if (any)
         l->wake(l->arg);
 }
 
+void listener_on_ended(listener_t *l, void (*ended)(void *arg), void *arg)
+{
+    l->ended = ended;
+    l->ended_arg = arg;
+}
+
 static int listen_work(PGconn *db, void *arg, char *err, size_t errlen)
 {
-    (void)arg;
-    return db_exec(db, "LISTEN " LISTEN_CHANNEL, 0, NULL, NULL, err, errlen);
+    const listener_t *l = arg;
+    if (db_exec(db, "LISTEN " LISTEN_CHANNEL, 0, NULL, NULL, err, errlen) != 0)
+        return -1;
+    return l->ended ? db_exec(db, "LISTEN " LISTEN_ENDED_CHANNEL, 0, NULL, NULL, err, errlen) : 0;
 }
 
 void listener_check(listener_t *l)
 {
     if (l->listening || l->refused || !l->db.url)
         return;
-    dbc_result_t r = dbc_statement(&l->db, "listening for new work", listen_work, NULL);
+    dbc_result_t r = dbc_statement(&l->db, "listening for new work", listen_work, l);
     if (r == DBC_FAILED) { /* not a loss: asking again would fail again */
         log_kv(LOG_WARN, "the database refused LISTEN; new work waits for the scheduler's poll",
                "error", l->db.last_error, NULL);
@@ -82,4 +96,6 @@ void listener_check(listener_t *l)
     l->listening = true;
     log_kv(LOG_DEBUG, "listening for new work", "channel", LISTEN_CHANNEL, NULL);
     l->wake(l->arg);
+    if (l->ended)
+        l->ended(l->ended_arg);
 }

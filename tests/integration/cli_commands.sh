@@ -145,11 +145,13 @@ assert_eq "w-25s:false" "$(WARREN__EXECUTOR__HEARTBEAT_STALE_FACTOR=2 "${W[@]}" 
     jq -r '.[] | select(.id == "w-25s") | "\(.id):\(.live)"')" "stale factor from the config"
 assert_eq 2 "$("${W[@]}" workers --json | jq '.[] | select(.id == "w-fresh") | .capabilities | length')"
 
-log "submit --wait: exit 0 when it completes, 1 when it fails or the wait times out"
+log "submit --wait: exit 0 when it completes, 1 when it fails or the wait times out; told, not polling"
 # Plays the executor's part: once the row is there, move it to a terminal status.
 finish_next() { # finish_next LOG STATUS SET_SQL
     wait_log "$1" '^[0-9]+$' 20
     local wid; wid=$(head -n 1 "$(bg_log "$1")")
+    # it waits on LISTEN warren_ended with a registration (schema 036), not by polling
+    wait_until 10 "[ \"\$(psql_q \"SELECT count(*) FROM execution_waiters WHERE execution_id = $wid\")\" -ge 1 ]"
     psql_q "UPDATE executions SET status = '$2', $3 WHERE id = $wid" >/dev/null
     echo "$wid"
 }
