@@ -91,9 +91,10 @@ typedef struct warren_config {
         char *running_by_action;
     } staleness;
     struct {
-        bool enabled;   /* publish ExecutionDeadLettered events */
+        bool enabled;   /* publish ExecutionDeadLettered and ExecutionEnded events */
         char *exchange; /* durable topic exchange, declared by the executor */
         char *dead_lettered_key;
+        char *ended_prefix;   /* ExecutionEnded: <prefix>.<status>.<action_ref> */
         int interval_ms;      /* the emitter's and reconciler's period */
         int retry_initial_ms; /* first delay after a failed publish, doubling ... */
         int retry_max_ms;     /* ... up to this */

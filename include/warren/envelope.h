@@ -26,6 +26,7 @@ typedef enum {
     MSG_WORKER_HEARTBEAT,           /* worker -> executor: announce, heartbeat, stopping */
     MSG_EXECUTION_CANCEL_REQUESTED, /* executor -> worker's control queue: stop an execution */
     MSG_EXECUTION_DEAD_LETTERED,    /* executor -> events exchange: a dead-letter record */
+    MSG_EXECUTION_ENDED,            /* executor -> events exchange: a terminal transition */
 } msg_type_t;
 
 const char *msg_type_name(msg_type_t t);

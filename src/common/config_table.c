@@ -186,12 +186,16 @@ const cfg_key_t cfg_table[] = {
                   action_timeouts_check, "Per-action running thresholds, action=seconds,..."),
 
     BOOL("events.enabled", events.enabled, "true",
-         "Publish an ExecutionDeadLettered event for every dead-letter record, after it is "
-         "committed (docs/dead-letters.md)"),
+         "Publish an ExecutionDeadLettered event for every dead-letter record and an "
+         "ExecutionEnded event for every terminal transition, after it is committed "
+         "(docs/dead-letters.md, docs/api.md)"),
     STR("events.exchange", events.exchange, "attune.events",
         "Events exchange (durable topic, declared by the executor)"),
     STR("events.dead_lettered_routing_key", events.dead_lettered_key, "execution.dead_lettered",
         "Routing key of ExecutionDeadLettered events"),
+    STR("events.ended_routing_key_prefix", events.ended_prefix, "execution.ended",
+        "Routing key of ExecutionEnded events: this, then .<status>.<action_ref> (docs/api.md, "
+        "\"Completion events\")"),
     INT("events.interval_ms", events.interval_ms, "1000", 50, 600000,
         "Period of the emitter, which also republishes every record not yet emitted "
         "(the reconciler)"),

@@ -433,7 +433,7 @@ static int setup_events(executor_t *x)
         [JOB_STALENESS] = {"staleness", job_staleness_run, &x->staleness,
                            (int64_t)x->cfg->staleness.interval_s * 1000},
         [JOB_EVENTS] = {"events", job_events_run, &x->events,
-                        x->cfg->events.enabled ? x->cfg->events.interval_ms : 0},
+                        x->cfg->events.interval_ms}, /* off: it empties the outbox */
         [JOB_REDRIVE] = {"redrive-tasks", job_redrive_tasks_run, &x->redrive_tasks,
                          redrive_tasks_tick_ms()},
         [JOB_RETENTION] = {"retention", job_retention_run, &x->retention,

@@ -187,6 +187,13 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
          "unemitted and is published again)",
          &s->events_published},
         {"warren_dead_letter_events_total", "result=\"failed\"", NULL, &s->events_failed},
+        {"warren_execution_ended_events_total", "result=\"published\"",
+         "ExecutionEnded events: published (confirmed), failed (the row stays in the outbox and is "
+         "published again), or dropped unannounced (events.enabled off)",
+         &s->ended_events_published},
+        {"warren_execution_ended_events_total", "result=\"failed\"", NULL, &s->ended_events_failed},
+        {"warren_execution_ended_events_total", "result=\"dropped\"", NULL,
+         &s->ended_events_dropped},
         {"warren_retention_pruned_total", "table=\"dead_letters\"",
          "Rows pruned by retention (dead_letters.retention_days, executions.retention_days, "
          "execution_history.retention_days; idempotency keys once expired)",

@@ -43,6 +43,9 @@
     X(staleness_timeouts)     /* executions ended by the staleness detector */                     \
     X(events_published)       /* ExecutionDeadLettered events confirmed by the broker */           \
     X(events_failed)          /* event publishes that failed (the record stays unemitted) */       \
+    X(ended_events_published) /* ExecutionEnded events confirmed by the broker */                  \
+    X(ended_events_failed)    /* their publishes that failed (the row stays in the outbox) */      \
+    X(ended_events_dropped)   /* outbox rows deleted unannounced: events.enabled off */            \
     X(pruned_dead_letters)    /* closed dead-letter records pruned by retention */                 \
     X(pruned_executions)      /* terminal executions pruned by retention */                        \
     X(pruned_history)         /* history rows pruned by retention */                               \

@@ -21,6 +21,7 @@ static const char *const type_names[] = {
     [MSG_WORKER_HEARTBEAT] = "WorkerHeartbeat",
     [MSG_EXECUTION_CANCEL_REQUESTED] = "ExecutionCancelRequested",
     [MSG_EXECUTION_DEAD_LETTERED] = "ExecutionDeadLettered",
+    [MSG_EXECUTION_ENDED] = "ExecutionEnded",
 };
 #define N_TYPES (sizeof type_names / sizeof type_names[0])
 

@@ -14,15 +14,9 @@ on_exit "stack rabbit-start >/dev/null 2>&1" # whatever happens, the next test f
 
 isolate_topology
 action=$(unique_name act)
-events=$(unique_name events)
-inbox=$(unique_name inbox)
 forget_executions "$action"
-mgmt_put "exchanges/%2F/$(urlencode "$events")" '{"type":"topic","durable":true}' >/dev/null
-on_exit mgmt_delete "exchanges/%2F/$(urlencode "$events")"
-declare_queue "$inbox"
-mgmt_post "bindings/%2F/e/$(urlencode "$events")/q/$(urlencode "$inbox")" \
-    '{"routing_key":"execution.dead_lettered"}' >/dev/null
-export WARREN__EVENTS__EXCHANGE=$events WARREN__EVENTS__INTERVAL_MS=200
+events_inbox execution.dead_lettered
+export WARREN__EVENTS__INTERVAL_MS=200
 export WARREN__EVENTS__RETRY_INITIAL_MS=200 WARREN__EVENTS__RETRY_MAX_MS=1000
 export WARREN__EXECUTOR__MONITOR_INTERVAL_S=0
 export WARREN__STALENESS__INTERVAL_S=1 WARREN__STALENESS__REQUESTED_BY_ACTION="$action=2"

@@ -128,3 +128,18 @@ start_live_worker() {
     start_worker worker "$id"
     wait_until 15 "[ \"\$(psql_q \"select status from workers where id = '$id'\")\" = online ]"
 }
+
+# events_inbox KEY: a new durable topic exchange (removed at the end) and a new queue bound to
+# it with KEY, for the executor's events; sets events (the exchange) and inbox (the queue), and
+# exports WARREN__EVENTS__EXCHANGE.
+# shellcheck disable=SC2034 # results for the test that called it
+events_inbox() {
+    events=$(unique_name events)
+    inbox=$(unique_name inbox)
+    mgmt_put "exchanges/%2F/$(urlencode "$events")" '{"type":"topic","durable":true}' >/dev/null
+    on_exit mgmt_delete "exchanges/%2F/$(urlencode "$events")"
+    declare_queue "$inbox"
+    mgmt_post "bindings/%2F/e/$(urlencode "$events")/q/$(urlencode "$inbox")" \
+        "{\"routing_key\":\"$1\"}" >/dev/null
+    export WARREN__EVENTS__EXCHANGE=$events
+}
