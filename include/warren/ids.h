@@ -28,6 +28,13 @@ bool ids_action_ref_valid(const char *ref);
 #define IDEMPOTENCY_KEY_MAX 255
 bool ids_idempotency_key_valid(const char *key);
 #define IDS_IDEMPOTENCY_KEY_RULE "use 1 to 255 printable ASCII characters, without spaces"
+/* A W3C trace context header of version 00 (docs/api.md, "Trace context"):
+ * 00-<32 lowercase hex, not all 0>-<16 lowercase hex, not all 0>-<2 lowercase hex>. */
+#define IDS_TRACEPARENT_LEN 55
+bool ids_traceparent_valid(const char *tp);
+#define IDS_TRACEPARENT_RULE                                                                       \
+    "a W3C traceparent of version 00: 00-<trace id, 32 lowercase hex>-<parent id, 16 lowercase "   \
+    "hex>-<flags, 2 lowercase hex>, ids not all zero"
 
 /* A worker process's incarnation (docs/worker.md): 32 lowercase hex digits (16 random bytes),
  * fixed for the life of the process and sent in its heartbeats and reports. */

@@ -41,6 +41,25 @@ bool ids_idempotency_key_valid(const char *key)
     return true;
 }
 
+/* n lowercase hex digits at s, not all '0'. */
+static bool lower_hex(const char *s, size_t n)
+{
+    bool nonzero = false;
+    for (size_t i = 0; i < n; i++) {
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+        nonzero = nonzero || s[i] != '0';
+    }
+    return nonzero;
+}
+
+bool ids_traceparent_valid(const char *tp)
+{
+    return tp && strlen(tp) == IDS_TRACEPARENT_LEN && !strncmp(tp, "00-", 3) && tp[35] == '-' &&
+           tp[52] == '-' && lower_hex(tp + 3, 32) && lower_hex(tp + 36, 16) &&
+           (lower_hex(tp + 53, 2) || !strcmp(tp + 53, "00"));
+}
+
 int ids_execution_id_parse(const char *s, size_t len, int64_t *out)
 {
     /* 18 digits always fit an int64_t; the ids a database hands out are far smaller. */

@@ -22,14 +22,14 @@
 #define TAKE(col) col " = CASE WHEN t.expires_at <= now() THEN excluded." col " ELSE t." col " END"
 static const char submit_sql[] =
     "WITH r AS (SELECT x.*, nextval(pg_get_serial_sequence('executions', 'id')) AS new_id,"
-    "   md5(((($1::jsonb -> (x.ord::integer - 1)) - 'idempotency_key')"
+    "   md5(((($1::jsonb -> (x.ord::integer - 1)) - 'idempotency_key' - 'traceparent')"
     "     || jsonb_build_object('params', coalesce(x.params, '{}')))::text) AS request_hash"
     " FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (action_ref text, params jsonb,"
     "   pinned_worker text, timeout_s integer, retry_max_attempts integer, retry_on text,"
     "   fallback text, priority smallint, run_at timestamptz, delay_s integer,"
-    "   idempotency_key text)) WITH ORDINALITY"
+    "   idempotency_key text, traceparent text)) WITH ORDINALITY"
     "   AS x(action_ref, params, pinned_worker, timeout_s, retry_max_attempts, retry_on, fallback,"
-    "   priority, run_at, delay_s, idempotency_key, ord)),"
+    "   priority, run_at, delay_s, idempotency_key, traceparent, ord)),"
     " k AS (INSERT INTO execution_idempotency_keys AS t"
     "   (idempotency_key, execution_id, request_hash, expires_at)"
     "   SELECT idempotency_key, new_id, request_hash, now() + make_interval(secs => $3::integer)"
@@ -42,16 +42,18 @@ static const char submit_sql[] =
     "   coalesce(k.execution_id <> r.new_id AND k.request_hash <> r.request_hash, false)"
     "   AS conflict FROM r LEFT JOIN k ON k.idempotency_key = r.idempotency_key),"
     " ins AS (INSERT INTO executions (id, action_ref, params, pinned_worker, timeout_s,"
-    "   submitted_by, retry_max_attempts, retry_on, fallback, priority, due_at)"
+    "   submitted_by, retry_max_attempts, retry_on, fallback, traceparent, priority, due_at)"
     "   OVERRIDING SYSTEM VALUE"
     "   SELECT r.new_id, r.action_ref, coalesce(r.params, '{}'), r.pinned_worker, r.timeout_s, $2,"
-    "   r.retry_max_attempts, r.retry_on, r.fallback, " Q_SUBMIT_PRIORITY_DUE("r")
+    "   r.retry_max_attempts, r.retry_on, r.fallback, r.traceparent, " Q_SUBMIT_PRIORITY_DUE("r")
     "   FROM r JOIN m ON m.ord = r.ord"
     "   WHERE NOT m.replayed AND NOT EXISTS (SELECT 1 FROM m WHERE m.conflict)"
     "   ORDER BY r.ord RETURNING id, to_jsonb(executions) AS row)"
     " SELECT coalesce(m.execution_id, m.new_id) AS id, m.replayed, m.conflict,"
     "   (coalesce(ins.row, (SELECT to_jsonb(e) FROM executions e WHERE e.id = m.execution_id))"
-    "   || jsonb_build_object('replayed', m.replayed))::text AS row"
+    "   || jsonb_build_object('replayed', m.replayed, 'traceparent', warren_traceparent("
+    "     coalesce(m.execution_id, m.new_id), coalesce(ins.row, (SELECT to_jsonb(e)"
+    "     FROM executions e WHERE e.id = m.execution_id)) ->> 'traceparent')))::text AS row"
     " FROM m LEFT JOIN ins ON ins.id = m.new_id ORDER BY m.ord";
 /* clang-format on */
 

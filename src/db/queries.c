@@ -7,6 +7,7 @@
 /* clang-format off */
 const char q_execution_doc[] =
     "SELECT (to_jsonb(e) || jsonb_build_object('wait_reason', warren_wait_reason(e, $2::int),"
+    " 'traceparent', warren_traceparent(e.id, e.traceparent),"
     " 'events', coalesce((SELECT jsonb_agg(to_jsonb(v) - 'execution_id' - 'seq' ORDER BY v.seq)"
     "   FROM execution_history v WHERE v.execution_id = e.id), '[]'),"
     " 'dead_letters', coalesce((SELECT jsonb_agg(to_jsonb(d) - 'body' - 'headers' ORDER BY d.id)"
@@ -43,15 +44,17 @@ const char q_workers[] =
 
 const char q_submit[] =
     "INSERT INTO executions (action_ref, params, pinned_worker, timeout_s, submitted_by,"
-    " retry_max_attempts, retry_on, fallback, priority, due_at)"
+    " retry_max_attempts, retry_on, fallback, traceparent, priority, due_at)"
     " SELECT r.action_ref, coalesce(r.params, '{}'), r.pinned_worker, r.timeout_s, $2,"
-    " r.retry_max_attempts, r.retry_on, r.fallback, " Q_SUBMIT_PRIORITY_DUE("r")
+    " r.retry_max_attempts, r.retry_on, r.fallback, r.traceparent, " Q_SUBMIT_PRIORITY_DUE("r")
     " FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (action_ref text, params jsonb,"
     "   pinned_worker text, timeout_s integer, retry_max_attempts integer, retry_on text,"
-    "   fallback text, priority smallint, run_at timestamptz, delay_s integer)) WITH ORDINALITY"
+    "   fallback text, priority smallint, run_at timestamptz, delay_s integer,"
+    "   traceparent text)) WITH ORDINALITY"
     "   AS r(action_ref, params, pinned_worker, timeout_s, retry_max_attempts, retry_on, fallback,"
-    "   priority, run_at, delay_s, ord)"
-    " ORDER BY r.ord RETURNING id, status, to_jsonb(executions)::text AS row";
+    "   priority, run_at, delay_s, traceparent, ord)"
+    " ORDER BY r.ord RETURNING id, status, (to_jsonb(executions) || jsonb_build_object("
+    "   'traceparent', warren_traceparent(id, traceparent)))::text AS row";
 
 #define CANCEL_AT_ONCE "(" EXEC_SQL(REQUESTED) ", " EXEC_SQL(SCHEDULED) ")"
 const char q_cancel[] =

@@ -59,9 +59,10 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
     snprintf(path, sizeof path, "[%zu]", i);
     const char *at = batch ? path : "", *sep = batch ? ": " : "";
     jf_t f = {in, batch ? path : NULL, err, errlen};
-    static const char *const known[] = {"action_ref",   "params",   "worker",          "timeout_s",
-                                        "max_attempts", "retry_on", "fallback",        "run_at",
-                                        "delay_s",      "priority", "idempotency_key", NULL};
+    static const char *const known[] = {
+        "action_ref",      "params",      "worker", "timeout_s", "max_attempts",
+        "retry_on",        "fallback",    "run_at", "delay_s",   "priority",
+        "idempotency_key", "traceparent", NULL};
     if (!json_object_is_type(in, json_type_object)) {
         snprintf(err, errlen, "%s%sa submission is a JSON object, not %s", at, sep, jf_kind(in));
         return -1;
@@ -75,7 +76,7 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
             snprintf(err, errlen,
                      "%s%sunknown field '%.*s' (known: action_ref, params, worker, timeout_s, "
                      "max_attempts, retry_on, fallback, run_at, delay_s, priority, "
-                     "idempotency_key)",
+                     "idempotency_key, traceparent)",
                      at, sep, utf8_prec(key, 64), key);
             return -1;
         }
@@ -89,17 +90,22 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
         jf_object(&f, "params", false, &params) < 0 ||
         (has_timeout = jf_int(&f, "timeout_s", false, 1, INT32_MAX, &timeout)) < 0)
         return -1;
-    const char *retry_on = NULL, *fallback = NULL, *idem = NULL;
+    const char *retry_on = NULL, *fallback = NULL, *idem = NULL, *trace = NULL;
     int64_t max_attempts = 0;
     int has_max;
     char why[200];
     if ((has_max = jf_int(&f, "max_attempts", false, 1, RETRY_MAX_ATTEMPTS, &max_attempts)) < 0 ||
         jf_string(&f, "retry_on", false, 64, &retry_on) < 0 ||
         jf_string(&f, "fallback", false, 8, &fallback) < 0 ||
-        jf_string(&f, "idempotency_key", false, IDEMPOTENCY_KEY_MAX, &idem) < 0)
+        jf_string(&f, "idempotency_key", false, IDEMPOTENCY_KEY_MAX, &idem) < 0 ||
+        jf_string(&f, "traceparent", false, IDS_TRACEPARENT_LEN, &trace) < 0)
         return -1;
     if (idem && !ids_idempotency_key_valid(idem)) {
         snprintf(err, errlen, "%s%sidempotency_key: %s", at, sep, IDS_IDEMPOTENCY_KEY_RULE);
+        return -1;
+    }
+    if (trace && !ids_traceparent_valid(trace)) {
+        snprintf(err, errlen, "%s%straceparent: %s", at, sep, IDS_TRACEPARENT_RULE);
         return -1;
     }
     unsigned on_bits = 0;
@@ -139,6 +145,8 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
     }
     if (idem)
         json_object_object_add(row, "idempotency_key", json_object_new_string(idem));
+    if (trace)
+        json_object_object_add(row, "traceparent", json_object_new_string(trace));
     json_object_array_add(out, row);
     return 0;
 }
@@ -230,6 +238,25 @@ static bool key_header(http_req_t *r, bool batch, json_object *rows, int *keyed)
     return !r->replied;
 }
 
+/* The traceparent header (W3C trace context): the parent of every submission of the request
+ * that does not name its own. false once answered (400 for a malformed one). */
+static bool trace_header(http_req_t *r, json_object *rows)
+{
+    const char *h = http_header(r, "traceparent");
+    if (!h)
+        return true;
+    if (!ids_traceparent_valid(h)) {
+        http_error(r, 400, "bad_request", "traceparent: %s", IDS_TRACEPARENT_RULE);
+        return false;
+    }
+    for (size_t i = 0; i < json_object_array_length(rows); i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        if (!json_object_object_get_ex(row, "traceparent", NULL))
+            json_object_object_add(row, "traceparent", json_object_new_string(h));
+    }
+    return true;
+}
+
 typedef struct keyed_submit {
     const char *rows, *who;
     int window_s;
@@ -306,7 +333,7 @@ static void submit(api_t *x, http_req_t *r)
         http_error(r, 400, "bad_request", "%s", err);
         ok = false;
     }
-    ok = ok && key_header(r, batch, rows, &keyed);
+    ok = ok && key_header(r, batch, rows, &keyed) && trace_header(r, rows);
     PGresult *res = NULL;
     if (ok && keyed > 0) {
         keyed_submit_t k = {json_object_to_json_string_ext(rows, JSON_C_TO_STRING_PLAIN),

@@ -60,7 +60,8 @@ static const source_t ended = {
     " jsonb_build_object('execution_id', o.execution_id, 'status', o.status,"
     "   'attempt', o.attempt, 'action_ref', o.action_ref, 'worker', o.worker,"
     "   'result_bytes', o.result_bytes, 'error', o.error, 'created_at', o.created_at,"
-    "   'started_at', o.started_at, 'ended_at', o.ended_at)::text,"
+    "   'started_at', o.started_at, 'ended_at', o.ended_at,"
+    "   'traceparent', warren_traceparent(o.execution_id, o.traceparent))::text,"
     " $2::text || '.' || o.status || '.' || o.action_ref"
     " FROM execution_ended_events o ORDER BY o.id LIMIT $1",
     2,

@@ -48,7 +48,8 @@
  * that the scan seeks to each priority's due rows in turn and never steps over rows that are
  * due later, however many are scheduled ahead (docs/flow-control.md has the plans). */
 #define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
-                      " e.timeout_s, e.redrive_count FROM executions e"                    \
+                      " e.timeout_s, e.redrive_count, warren_traceparent(e.id, e.traceparent)"  \
+                      " FROM executions e"                                                 \
                       " WHERE e.status = " EXEC_SQL(REQUESTED) " AND e.priority = ANY("     \
                       "'{9,8,7,6,5,4,3,2,1,0}'::smallint[]) AND e.due_at <= now() AND "
 static const char claim_pinned_sql[] =
@@ -115,6 +116,7 @@ typedef struct sched_job {
     int64_t id;
     int attempt;                              /* of the new dispatch */
     const char *action_ref, *params, *pinned; /* into the claim result */
+    const char *traceparent; /* the same: the dispatch's trace_id header (schema 038) */
     int timeout_s;
     int redrive_count; /* manual redrives so far: the dispatch's redrive_count header */
     assign_job_t a;
@@ -180,6 +182,7 @@ static void add_jobs(sched_batch_t *b, PGresult *res)
         j->attempt = atoi(PQgetvalue(res, r, 4)) + 1;
         j->timeout_s = PQgetisnull(res, r, 5) ? 0 : atoi(PQgetvalue(res, r, 5));
         j->redrive_count = atoi(PQgetvalue(res, r, 6));
+        j->traceparent = PQgetvalue(res, r, 7);
         j->a.action_ref = j->action_ref;
         j->a.pinned_worker = j->pinned;
     }
@@ -317,7 +320,7 @@ static void build_dispatch(sched_job_t *j, int64_t start_deadline_us)
         return;
     }
     j->body = envelope_encode(MSG_EXECUTION_REQUESTED, j->message_id, j->id_text, "executor",
-                              j->attempt, NULL, payload, &j->body_len);
+                              j->attempt, j->traceparent, payload, &j->body_len);
     if (!j->body)
         snprintf(j->fail_error, sizeof j->fail_error,
                  "the dispatch message would exceed %d bytes (params too large)",

@@ -212,6 +212,7 @@ static void start(worker_t *w, execs_record_t *x)
         .params_len = x->params_len,
         .attempt = x->attempt,
         .timeout_s = x->timeout_s,
+        .traceparent = x->trace_id,
     };
     ts_now(x->started_at, sizeof x->started_at);
     /* Set before runner_start: an in-process handler's result arrives from the loop later,

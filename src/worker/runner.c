@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "warren/ids.h"
 #include "warren/log.h"
 #include "warren/utf8.h"
 #include "worker/capture.h"
@@ -41,6 +42,7 @@ typedef struct job {
     char *action_ref;
     int attempt;
     int timeout_s;
+    char traceparent[IDS_TRACEPARENT_LEN + 1]; /* "" when the dispatch had none */
     runner_done_cb done_cb;
     void *arg;
     int64_t started_ms;
@@ -577,12 +579,13 @@ static int job_spawn(job_t *j, const char *path, char *err, size_t errlen)
                  strerror(errno));
         return -1;
     }
-    char path_env[] = HANDLER_PATH, id[48], ref[300], attempt[40], timeout[40];
+    char path_env[] = HANDLER_PATH, id[48], ref[300], attempt[40], timeout[40], trace[80];
     snprintf(id, sizeof id, "WARREN_EXECUTION_ID=%" PRId64, j->execution_id);
     snprintf(ref, sizeof ref, "WARREN_ACTION_REF=%s", j->action_ref);
     snprintf(attempt, sizeof attempt, "WARREN_ATTEMPT=%d", j->attempt);
     snprintf(timeout, sizeof timeout, "WARREN_TIMEOUT_S=%d", j->timeout_s);
-    char *envp[] = {path_env, id, ref, attempt, timeout, NULL};
+    snprintf(trace, sizeof trace, "TRACEPARENT=%s", j->traceparent);
+    char *envp[] = {path_env, id, ref, attempt, timeout, j->traceparent[0] ? trace : NULL, NULL};
     char *argv[] = {(char *)path, NULL};
 
     int rc = spawn_handler(&j->runner->guard, path, argv, envp, child, &j->pid);
@@ -634,6 +637,8 @@ static job_t *job_new(runner_t *r, const runner_spec_t *spec, runner_done_cb don
     j->execution_id = spec->execution_id;
     j->attempt = spec->attempt;
     j->timeout_s = spec->timeout_s > 0 ? spec->timeout_s : r->default_timeout_s;
+    if (ids_traceparent_valid(spec->traceparent))
+        snprintf(j->traceparent, sizeof j->traceparent, "%s", spec->traceparent);
     j->done_cb = done_cb;
     j->arg = arg;
     j->started_ms = now_mono_ms();

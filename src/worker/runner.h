@@ -54,6 +54,9 @@ typedef struct runner_spec {
     size_t params_len;
     int attempt;
     int timeout_s; /* <= 0: opts.default_timeout_s */
+    /* The dispatch's trace context (its trace_id header): the handler's TRACEPARENT when it is
+     * a W3C traceparent; NULL or anything else: none. */
+    const char *traceparent;
 } runner_spec_t;
 
 /*

@@ -120,12 +120,28 @@ static void test_incarnations(void **state)
     assert_false(ids_incarnation_valid(NULL));
 }
 
+static void test_traceparents(void **state)
+{
+    (void)state;
+    assert_true(ids_traceparent_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    assert_true(ids_traceparent_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"));
+    assert_false(ids_traceparent_valid("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01"));
+    assert_false(ids_traceparent_valid("00-00000000000000000000000000000000-00f067aa0ba902b7-01"));
+    assert_false(ids_traceparent_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01"));
+    assert_false(ids_traceparent_valid("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    assert_false(ids_traceparent_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-"));
+    assert_false(ids_traceparent_valid("00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01"));
+    assert_false(ids_traceparent_valid("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g"));
+    assert_false(ids_traceparent_valid(""));
+    assert_false(ids_traceparent_valid(NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worker_ids),       cmocka_unit_test(test_action_refs),
         cmocka_unit_test(test_idempotency_keys), cmocka_unit_test(test_execution_id_text),
-        cmocka_unit_test(test_incarnations),
+        cmocka_unit_test(test_incarnations),     cmocka_unit_test(test_traceparents),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
