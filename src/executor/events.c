@@ -4,7 +4,9 @@
  * sources: dead-letter records not yet emitted (schema 023: emitted_at IS NULL), each an
  * ExecutionDeadLettered event with events.dead_lettered_routing_key, and the outbox of ended
  * executions (schema 037), each an ExecutionEnded event with routing key
- * "<events.ended_routing_key_prefix>.<status>.<action_ref>". Each is published, confirmed, to
+ * "<events.ended_routing_key_prefix>.<status>.<action_ref>" (an end already superseded when it
+ * is read, by a retry decided in the same transaction or a late completion, is deleted
+ * unannounced: its execution goes on). Each is published, confirmed, to
  * events.exchange; confirmed records are marked emitted, confirmed outbox rows deleted. A failed
  * publish leaves its rows, is counted, and the emitter waits events.retry_initial_ms, doubling
  * to events.retry_max_ms, before it tries again: the same sweep is the reconciler, which
@@ -56,14 +58,19 @@ static const source_t dead_lettered = {
 static const source_t ended = {
     "execution-ended events",
     MSG_EXECUTION_ENDED,
-    "SELECT o.id, md5('warren-ended-' || o.id)::uuid, o.execution_id,"
-    " jsonb_build_object('execution_id', o.execution_id, 'status', o.status,"
-    "   'attempt', o.attempt, 'action_ref', o.action_ref, 'worker', o.worker,"
-    "   'result_bytes', o.result_bytes, 'error', o.error, 'created_at', o.created_at,"
-    "   'started_at', o.started_at, 'ended_at', o.ended_at,"
-    "   'traceparent', warren_traceparent(o.execution_id, o.traceparent))::text,"
-    " $2::text || '.' || o.status || '.' || o.action_ref"
-    " FROM execution_ended_events o ORDER BY o.id LIMIT $1",
+    "WITH b AS (SELECT o.*, coalesce(e.status = o.status AND e.attempt = o.attempt, false)"
+    "   AS current FROM execution_ended_events o LEFT JOIN executions e ON e.id = o.execution_id"
+    "   ORDER BY o.id LIMIT $1),"
+    " superseded AS (DELETE FROM execution_ended_events x USING b"
+    "   WHERE x.id = b.id AND NOT b.current)"
+    " SELECT b.id, md5('warren-ended-' || b.id)::uuid, b.execution_id,"
+    " jsonb_build_object('execution_id', b.execution_id, 'status', b.status,"
+    "   'attempt', b.attempt, 'action_ref', b.action_ref, 'worker', b.worker,"
+    "   'result_bytes', b.result_bytes, 'error', b.error, 'created_at', b.created_at,"
+    "   'started_at', b.started_at, 'ended_at', b.ended_at,"
+    "   'traceparent', warren_traceparent(b.execution_id, b.traceparent))::text,"
+    " $2::text || '.' || b.status || '.' || b.action_ref"
+    " FROM b WHERE b.current ORDER BY b.id",
     2,
     "DELETE FROM execution_ended_events WHERE id = ANY($1::bigint[])",
     "execution-ended events not published; they stay in the outbox",
