@@ -3,7 +3,8 @@
 # handler fails until the test "fixes" it: a canary of 10 whose fix still fails pauses the task
 # as paused_canary after exactly 10 moved, with the 10 failures listed and the other 190 records
 # untouched; it holds its source; resumed with the fix in place it moves the rest, all 200; a
-# fresh task with the fix in place passes its canary and moves all 200; every item is reported
+# fresh task with the fix in place passes its canary and moves all 200; 3 failures of 10 pause a
+# task at max_failure_ratio 0.2 and not at 0.3 (the boundary passes); every item is reported
 # (moved with its outcome, skipped and why); a paused task is cancelled; the fourth redrive of
 # one execution is refused with 409 (dead_letter.max_redrives) and skipped by a task.
 # shellcheck disable=SC2154 # w is set by start_live_worker (printf -v)
@@ -15,13 +16,15 @@
 require_stack
 worker_env
 
-# The handler: fails (exit 1, "still broken" on stderr) until the file "fixed" exists.
+# The handler: fails (exit 1, "still broken" on stderr) until the file "fixed" exists, and
+# always when its params say "broken".
 action=$(unique_name canary)
 fixed="$TEST_TMP/fixed"
 mkdir -p "$TEST_TMP/handlers"
 cat >"$TEST_TMP/handlers/$action" <<EOF
 #!/bin/sh
-cat >/dev/null
+params=\$(cat)
+case "\$params" in *broken*) echo 'broken for good' >&2; exit 1 ;; esac
 if [ -e '$fixed' ]; then echo '{"fixed": true}'; exit 0; fi
 echo 'still broken' >&2
 exit 1
@@ -99,6 +102,28 @@ assert_eq "200|0|passed|[]" "$(jq -c -r '"\(.moved)|\(.skipped)|\(.canary_state)
 wait_until 60 "[ \"\$(task_field $t2 outcomes.completed)\" = 200 ]"
 assert_eq 200 "$(psql_q "select count(*) from dead_letters d join executions e on e.id = d.execution_id
     where d.queue = '$q2' and e.status = 'completed' and e.redrive_count = 1")" "200 executions completed"
+
+log "max_failure_ratio: 3 failures of 10 pause a task at 0.2, not at 0.3"
+for ratio in 0.2 0.3; do
+    q=$(unique_name "r${ratio#0.}")
+    records "$q" 20
+    psql_q "update executions set params = '{\"broken\": true}' where id in (select execution_id
+            from dead_letters where queue = '$q' order by id offset 2 limit 3)" >/dev/null
+    expect 201 POST /api/v1/redrive-tasks "{\"filter\": {\"queue\": \"$q\"}, \"canary_count\": 10, \"max_failure_ratio\": $ratio}"
+    t=$(jq -r .id <<<"$CALL_BODY")
+    if [ "$ratio" = 0.2 ]; then
+        wait_until 60 "[ \"\$(task_field $t status)\" = paused_canary ]"
+        assert_eq "10|3" "$(task_field "$t" moved)|$(task_field "$t" 'canary_failures | length')" "paused at $ratio"
+        assert_eq 10 "$(untouched "$q")" "the rest untouched at $ratio"
+        expect 200 POST "/api/v1/redrive-tasks/$t/cancel"
+    else
+        wait_until 60 "[ \"\$(task_field $t status)\" = completed ]"
+        assert_eq "20|passed|3" "$(task_field "$t" moved)|$(task_field "$t" canary_state)|$(task_field "$t" 'canary_failures | length')" \
+            "passed at $ratio, the tolerated failures listed"
+        wait_until 30 "[ \"\$(task_field $t outcomes.completed)\" = 17 ]"
+        assert_eq 3 "$(task_field "$t" outcomes.failed)" "3 failed for good"
+    fi
+done
 
 log "a paused task is cancelled"
 rm -f "$fixed"
