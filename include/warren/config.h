@@ -104,6 +104,9 @@ typedef struct warren_config {
         int max_rate;     /* the highest rate a task may ask for (at most DLQ_RATE_MAX) */
     } redrive;
     struct {
+        int max_redrives; /* redrives of one execution at most; 0: no limit */
+    } dead_letter;
+    struct {
         int interval_s; /* period of the retention rounds; 0 disables them */
         int batch_size; /* rows deleted per statement */
     } retention;

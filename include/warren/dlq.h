@@ -78,20 +78,25 @@ typedef enum {
     DLQ_ALREADY,      /* the record was redriven before */
     DLQ_CLOSED,       /* the record is closed (resolved otherwise) */
     DLQ_NO_EXECUTION, /* the record names no execution, or one that does not exist */
-    DLQ_SKIPPED       /* the execution moved on (ended otherwise, running, another attempt) */
+    DLQ_SKIPPED,      /* the execution moved on (ended otherwise, running, another attempt) */
+    DLQ_MAX_REDRIVES  /* the execution was redriven dead_letter.max_redrives times already */
 } dlq_redrive_result_t;
+
+/* The word a bulk redrive task's item gives for a result: "moved", or why it was skipped
+ * (already_redriven, not_found, closed, no_execution, moved_on, max_redrives). */
+const char *dlq_redrive_word(dlq_redrive_result_t result);
 
 /*
  * Redrive record id inside the caller's transaction: the record is locked, then the execution
  * gets a new attempt through reattempt() (fenced: it must still be failed, timeout or abandoned
  * on the attempt the record saw) and the record becomes manually_resolved by `by`, linked to
  * it. worker: pin the new attempt there (NULL: keep the pin); unpin: let the scheduler choose.
- * *doc gets the record's document after (malloc'd; NULL when not found), why a sentence for a
+ * max_redrives: an execution redriven that many times already is refused (0: no limit). *doc gets the record's document after (malloc'd; NULL when not found), why a sentence for a
  * refusal. -1 with err on a database error.
  */
-int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, const char *by,
-                dlq_redrive_result_t *result, char **doc, char *why, size_t whylen, char *err,
-                size_t errlen) WARN_UNUSED;
+int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, int max_redrives,
+                const char *by, dlq_redrive_result_t *result, char **doc, char *why, size_t whylen,
+                char *err, size_t errlen) WARN_UNUSED;
 
 /*
  * A new attempt of execution id, not counted against the retry policy: back to requested with
@@ -106,22 +111,32 @@ int reattempt(PGconn *db, int64_t id, int attempt, const char *worker, bool unpi
 
 /* ---- bulk redrive tasks (schema 024) ---- */
 
-#define DLQ_RATE_MAX 500 /* records per second: the hard cap of a task's rate */
+#define DLQ_RATE_MAX 500      /* records per second: the hard cap of a task's rate */
+#define DLQ_CANARY_MAX 100000 /* records in a task's canary at most */
 extern const char *const dlq_task_statuses[]; /* running, completed, cancelling, ... */
 /* The source a filter drains: its queue, or "*" for every queue. */
 const char *dlq_task_source(json_object *filter);
-/* Start a task: $1 filter (dlq_filter's), $2 source, $3 rate, $4 worker, $5 unpin, $6 by.
- * One row "doc" (the task); no row when an active task drains the same source. */
+/* Start a task: $1 filter (dlq_filter's), $2 source, $3 rate, $4 worker, $5 unpin, $6 by,
+ * $7 canary_count, $8 max_failure_ratio (schema 034). One row "doc" (the task); no row when
+ * an active (or paused) task drains the same source. */
 extern const char q_rt_create[];
-/* The active task of source $1: "id". */
+/* The active or paused task of source $1: "id". */
 extern const char q_rt_active[];
-/* One task "doc"; $1 id. */
+/* One task "doc" with skipped_by_reason and outcomes, the counts of its items; $1 id. */
 extern const char q_rt_get[];
+/* A page of task $1's items after record $2 ("0" from the start), $3 result or NULL, $4 outcome
+ * (or "pending") or NULL, $5 limit: the task's count (0: no such task), the items as a JSON
+ * array, the last record id, the items' count. */
+extern const char q_rt_items[];
 /* Tasks newest first as a JSON array "doc": $1 status or NULL, $2 limit. */
 extern const char q_rt_list[];
 /* Ask task $1 to stop: a running one becomes cancelling (the executor then makes it
- * cancelled). "before" (its status found) and "doc"; no row: no such task. */
+ * cancelled), a paused_canary one cancelled. "before" (its status found) and "doc"; no row: no
+ * such task. */
 extern const char q_rt_cancel[];
+/* Resume paused_canary task $1 by $2: running again, without a second canary. "before" and
+ * "doc"; no row: no such task. */
+extern const char q_rt_resume[];
 
 /* ---- staleness (schema 022) ---- */
 

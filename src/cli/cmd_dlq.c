@@ -20,13 +20,14 @@
 #define CURSOR_PREFIX "c1."
 
 static const char dlq_usage_line[] = "warren dlq stats|list|queue|show|resolve|redrive|purge|"
-                                     "redrive-all|"
-                                     "task|cancel-task [ID] [OPTIONS] [--json] [-c FILE]";
+                                     "redrive-all|task|cancel-task|resume-task [ID] [OPTIONS] "
+                                     "[--json] [-c FILE]";
 
 typedef struct dlq_opts {
     const char *sub, *config, *id;
     const char *filter[8]; /* in filter_names order */
     const char *limit, *cursor, *resolution, *notes, *worker, *expected, *rate;
+    const char *canary, *ratio; /* redrive-all --canary N --max-failure-ratio R */
     bool json, unpin, dry_run;
     bool bulk; /* resolve --filter: the open records FILTER matches, not one ID */
 } dlq_opts_t;
@@ -61,6 +62,13 @@ static void dlq_usage(FILE *out)
         "  redrive ID [--worker W | --unpin]\n"
         "                        a new attempt of the record's execution through the scheduler\n"
         "                        (at most once per record; not counted against retries)\n"
+        "  redrive-all [FILTER] [--rate N] [--worker W | --unpin] [--canary N\n"
+        "              [--max-failure-ratio R]]\n"
+        "                        a bulk redrive task: N records first, then a pause as\n"
+        "                        paused_canary when more than R (0-1, default 0) of their new\n"
+        "                        runs failed\n"
+        "  task ID | cancel-task ID | resume-task ID\n"
+        "                        show a task, cancel it, or resume a paused_canary one\n"
         "  purge [FILTER] --expected-count N | --dry-run\n"
         "                        delete the closed records matching FILTER, if they are N\n"
         "\n"
@@ -99,18 +107,19 @@ static json_object *opts_filter(const dlq_opts_t *o)
     return f;
 }
 
-/* task and cancel-task name a redrive task, not a record. */
+/* task, cancel-task and resume-task name a redrive task, not a record. */
 static bool is_task(const dlq_opts_t *o)
 {
-    return !strcmp(o->sub, "task") || !strcmp(o->sub, "cancel-task");
+    return !strcmp(o->sub, "task") || !strcmp(o->sub, "cancel-task") ||
+           !strcmp(o->sub, "resume-task");
 }
 
 /* Returns -1 after reporting a usage error, 1 for --help, 0 to run. */
 static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
 {
-    static const char *const subs[] = {"stats",   "list",        "queue", "show",
-                                       "resolve", "redrive",     "purge", "redrive-all",
-                                       "task",    "cancel-task", NULL};
+    static const char *const subs[] = {"stats",   "list",        "queue",       "show",
+                                       "resolve", "redrive",     "purge",       "redrive-all",
+                                       "task",    "cancel-task", "resume-task", NULL};
     if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
         return 1;
     if (argc < 2 || !dlq_word_known(subs, argv[1])) {
@@ -137,6 +146,8 @@ static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
         {"dry-run", 0, .flag = &o->dry_run},
         {"filter", 0, .flag = &o->bulk},
         {"rate", 0, .value = &o->rate},
+        {"canary", 0, .value = &o->canary},
+        {"max-failure-ratio", 0, .value = &o->ratio},
         {"json", 'j', .flag = &o->json},
     };
     /* resolve --filter takes no ID: the parse is told so before it sees the operand. */
@@ -162,6 +173,19 @@ static int dlq_parse(int argc, char **argv, dlq_opts_t *o)
         return usage_error("--rate wants records per second, 1-%d, not '%s'", DLQ_RATE_MAX,
                            o->rate),
                -1;
+    if ((o->canary || o->ratio) && strcmp(o->sub, "redrive-all"))
+        return usage_error("--canary and --max-failure-ratio belong to redrive-all"), -1;
+    if (o->canary && cli_parse_int64(o->canary, 0, DLQ_CANARY_MAX, &n) != 0)
+        return usage_error("--canary wants a record count, 0-%d, not '%s'", DLQ_CANARY_MAX,
+                           o->canary),
+               -1;
+    char *end = NULL;
+    double ratio = o->ratio ? strtod(o->ratio, &end) : 0;
+    if (o->ratio && (!*o->ratio || *end || !(ratio >= 0 && ratio <= 1)))
+        return usage_error("--max-failure-ratio wants a number from 0 to 1, not '%s'", o->ratio),
+               -1;
+    if (o->ratio && (!o->canary || n == 0))
+        return usage_error("--max-failure-ratio needs --canary N (N above 0)"), -1;
     if (!strcmp(o->sub, "resolve")) {
         o->resolution = o->filter[0];
         o->filter[0] = NULL;
@@ -251,6 +275,25 @@ static void print_counts(json_object *doc, const char *key, const char *label)
     printf("\n");
 }
 
+/* A task's canary: its state, and the failures once it ended. */
+static void print_canary(json_object *doc)
+{
+    json_object *f;
+    const char *state = str(doc, "canary_state");
+    if (!state || !strcmp(state, "none"))
+        return;
+    printf("canary of %s: %s (at most %s failed)\n", str(doc, "canary_count"), state,
+           str(doc, "max_failure_ratio"));
+    if (!json_object_object_get_ex(doc, "canary_failures", &f) || !f)
+        return;
+    for (size_t i = 0; i < json_object_array_length(f); i++) {
+        json_object *it = json_object_array_get_idx(f, i);
+        printf("  record %s: execution %s attempt %s %s%s%s\n", str(it, "record_id"),
+               str(it, "execution_id"), str(it, "attempt"), str(it, "outcome"),
+               str(it, "error") ? ": " : "", str(it, "error") ? str(it, "error") : "");
+    }
+}
+
 /* Print doc (JSON text) for the subcommand; EXIT_OK, or EXIT_RUNTIME when it is not JSON. */
 static int print_doc(const dlq_opts_t *o, const char *text)
 {
@@ -290,6 +333,7 @@ static int print_doc(const dlq_opts_t *o, const char *text)
                str(doc, "status"), str(doc, "moved"), str(doc, "to_move"), str(doc, "skipped"),
                str(doc, "rate"), str(doc, "failure_reason") ? ": " : "",
                str(doc, "failure_reason") ? str(doc, "failure_reason") : "");
+        print_canary(doc);
     } else {
         printf("dead letter %s: %s\n", str(doc, "id"), str(doc, "resolution"));
     }
@@ -320,6 +364,12 @@ static json_object *task_body(const dlq_opts_t *o)
         json_object_object_add(body, "worker", json_object_new_string(o->worker));
     if (o->unpin)
         json_object_object_add(body, "unpin", json_object_new_boolean(true));
+    if (o->canary)
+        json_object_object_add(body, "canary_count",
+                               json_object_new_int64(strtoll(o->canary, NULL, 10)));
+    if (o->ratio)
+        json_object_object_add(body, "max_failure_ratio",
+                               json_object_new_double(strtod(o->ratio, NULL)));
     return body;
 }
 
@@ -346,9 +396,12 @@ static int run_api(const dlq_opts_t *o)
         method = "POST";
         body = task_body(o);
     } else if (is_task(o)) {
+        bool cancel = !strcmp(o->sub, "cancel-task"), resume = !strcmp(o->sub, "resume-task");
         snprintf(path, sizeof path, "/api/v1/redrive-tasks/%s%s", o->id,
-                 !strcmp(o->sub, "cancel-task") ? "/cancel" : "");
-        method = !strcmp(o->sub, "cancel-task") ? "POST" : "GET";
+                 cancel   ? "/cancel"
+                 : resume ? "/resume"
+                          : "");
+        method = cancel || resume ? "POST" : "GET";
     } else if (!strcmp(o->sub, "purge") || o->bulk) {
         snprintf(path, sizeof path, "/api/v1/dead-letters/%s", o->bulk ? "resolve" : "purge");
         method = "POST";
@@ -517,7 +570,7 @@ static int db_resolve(PGconn *db, const dlq_opts_t *o, json_object *filter, cons
     return rc;
 }
 
-static int db_redrive(PGconn *db, const dlq_opts_t *o, const char *who)
+static int db_redrive(PGconn *db, const warren_config_t *cfg, const dlq_opts_t *o, const char *who)
 {
     char err[ERRBUF_SIZE], why[300];
     char *doc = NULL;
@@ -526,8 +579,9 @@ static int db_redrive(PGconn *db, const dlq_opts_t *o, const char *who)
     if (!res)
         return EXIT_RUNTIME;
     PQclear(res);
-    int rc = dlq_redrive(db, strtoll(o->id, NULL, 10), o->worker, o->unpin, who, &result, &doc, why,
-                         sizeof why, err, sizeof err);
+    int rc = dlq_redrive(db, strtoll(o->id, NULL, 10), o->worker, o->unpin,
+                         cfg->dead_letter.max_redrives, who, &result, &doc, why, sizeof why, err,
+                         sizeof err);
     if (rc != 0 || !(res = cli_db_query(db, "dlq", "COMMIT", 0, NULL))) {
         if (rc != 0)
             fprintf(stderr, "warren dlq: %s\n", err);
@@ -560,25 +614,38 @@ static int db_task(PGconn *db, const warren_config_t *cfg, const dlq_opts_t *o, 
                            rate,
                            o->worker,
                            o->unpin ? "true" : "false",
-                           who};
-        if (!(res = cli_db_query(db, "dlq", q_rt_create, 6, p)))
+                           who,
+                           o->canary ? o->canary : "0",
+                           o->ratio ? o->ratio : "0"};
+        if (!(res = cli_db_query(db, "dlq", q_rt_create, 8, p)))
             return EXIT_RUNTIME;
         if (PQntuples(res) == 0)
             fprintf(stderr, "warren dlq: a redrive task is active on source '%s'\n", source);
         else
             rc = print_doc(o, PQgetvalue(res, 0, 0));
     } else {
-        bool cancel = !strcmp(o->sub, "cancel-task");
-        const char *p[] = {o->id};
-        if (!(res = cli_db_query(db, "dlq", cancel ? q_rt_cancel : q_rt_get, 1, p)))
+        bool cancel = !strcmp(o->sub, "cancel-task"), resume = !strcmp(o->sub, "resume-task");
+        const char *p[] = {o->id, who};
+        if (!(res = cli_db_query(db, "dlq",
+                                 cancel   ? q_rt_cancel
+                                 : resume ? q_rt_resume
+                                          : q_rt_get,
+                                 resume ? 2 : 1, p)))
             return EXIT_RUNTIME;
-        const char *before = cancel && PQntuples(res) ? PQgetvalue(res, 0, 0) : "running";
+        const char *before = (cancel || resume) && PQntuples(res) ? PQgetvalue(res, 0, 0)
+                                                                  : "running";
         if (PQntuples(res) == 0)
             fprintf(stderr, "warren dlq: no redrive task %s\n", o->id);
-        else if (strcmp(before, "running") && strcmp(before, "cancelling"))
+        else if (resume && strcmp(before, "paused_canary"))
+            fprintf(stderr,
+                    "warren dlq: redrive task %s is %s: only a paused_canary task is "
+                    "resumed\n",
+                    o->id, before);
+        else if (strcmp(before, "running") && strcmp(before, "cancelling") &&
+                 strcmp(before, "paused_canary"))
             fprintf(stderr, "warren dlq: redrive task %s is %s: it has ended\n", o->id, before);
         else
-            rc = print_doc(o, PQgetvalue(res, 0, cancel ? 1 : 0));
+            rc = print_doc(o, PQgetvalue(res, 0, cancel || resume ? 1 : 0));
     }
     PQclear(res);
     return rc;
@@ -606,7 +673,7 @@ static int dlq_run(PGconn *db, const warren_config_t *cfg, const void *opts)
     } else if (o->bulk) {
         rc = db_resolve(db, o, filter, who);
     } else if (!strcmp(o->sub, "redrive")) {
-        rc = db_redrive(db, o, who);
+        rc = db_redrive(db, cfg, o, who);
     } else if (!strcmp(o->sub, "stats")) {
         const char *p[] = {ftext};
         if ((res = cli_db_query(db, "dlq", q_dl_stats, 1, p)))

@@ -208,6 +208,9 @@ const cfg_key_t cfg_table[] = {
           "Records per second of a bulk redrive task that names no rate"),
     R_INT("redrive.max_rate", redrive.max_rate, "500", 1, 500,
           "The highest rate a bulk redrive task may ask for (a faster one is refused)"),
+    R_INT("dead_letter.max_redrives", dead_letter.max_redrives, "3", 0, 1000,
+          "An execution redriven this many times already is not redriven again: the redrive "
+          "route answers 409, a bulk task skips its record as max_redrives; 0: no limit"),
 
     INT("retention.interval_s", retention.interval_s, "3600", 0, 86400,
         "Period of the retention rounds (docs/dead-letters.md); 0 disables them"),

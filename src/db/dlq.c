@@ -326,7 +326,8 @@ const char q_dl_resolve[] =
 static const char lock_record_sql[] =
     "SELECT d.execution_id, d.resolution, d.redriven_at IS NOT NULL, d.redrive_attempt,"
     " coalesce((d.investigation -> 'execution' ->> 'attempt')::int,"
-    "   (d.snapshot ->> 'attempt')::int, -1)"
+    "   (d.snapshot ->> 'attempt')::int, -1),"
+    " (SELECT e.redrive_count FROM executions e WHERE e.id = d.execution_id)"
     " FROM dead_letters d WHERE d.id = $1 FOR UPDATE";
 
 static const char resolve_record_sql[] =
@@ -348,9 +349,21 @@ static char *show(PGconn *db, const char *id, char *err, size_t errlen)
     return doc;
 }
 
-int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, const char *by,
-                dlq_redrive_result_t *result, char **doc, char *why, size_t whylen, char *err,
-                size_t errlen)
+const char *dlq_redrive_word(dlq_redrive_result_t result)
+{
+    static const char *const words[] = {[DLQ_REDRIVEN] = "moved",
+                                        [DLQ_NOT_FOUND] = "not_found",
+                                        [DLQ_ALREADY] = "already_redriven",
+                                        [DLQ_CLOSED] = "closed",
+                                        [DLQ_NO_EXECUTION] = "no_execution",
+                                        [DLQ_SKIPPED] = "moved_on",
+                                        [DLQ_MAX_REDRIVES] = "max_redrives"};
+    return (unsigned)result < sizeof words / sizeof words[0] ? words[result] : "unknown";
+}
+
+int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, int max_redrives,
+                const char *by, dlq_redrive_result_t *result, char **doc, char *why, size_t whylen,
+                char *err, size_t errlen)
 {
     char id_text[24];
     snprintf(id_text, sizeof id_text, "%" PRId64, id);
@@ -372,6 +385,7 @@ int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, const ch
     snprintf(resolution, sizeof resolution, "%s", PQgetvalue(res, 0, 1));
     bool redriven = PQgetvalue(res, 0, 2)[0] == 't';
     int attempt = atoi(PQgetvalue(res, 0, 4));
+    int redrives = PQgetisnull(res, 0, 5) ? 0 : atoi(PQgetvalue(res, 0, 5));
     if (redriven) {
         *result = DLQ_ALREADY;
         snprintf(why, whylen, "dead letter %s was redriven already (attempt %s)", id_text,
@@ -383,6 +397,12 @@ int dlq_redrive(PGconn *db, int64_t id, const char *worker, bool unpin, const ch
     } else if (!has_exec) {
         *result = DLQ_NO_EXECUTION;
         snprintf(why, whylen, "dead letter %s names no execution", id_text);
+    } else if (max_redrives > 0 && redrives >= max_redrives) {
+        *result = DLQ_MAX_REDRIVES;
+        snprintf(why, whylen,
+                 "execution %" PRId64 " was redriven %d times already: dead_letter.max_redrives "
+                 "is %d",
+                 exec_id, redrives, max_redrives);
     }
     PQclear(res);
     if (why[0]) {
@@ -470,8 +490,8 @@ char *dlq_staleness_cfg(const warren_config_t *cfg)
 
 /* ---- bulk redrive tasks ---- */
 
-const char *const dlq_task_statuses[] = {"running",   "completed", "cancelling",
-                                         "cancelled", "failed",    NULL};
+const char *const dlq_task_statuses[] = {"running", "completed",     "cancelling", "cancelled",
+                                         "failed",  "paused_canary", NULL};
 
 const char *dlq_task_source(json_object *filter)
 {
@@ -482,28 +502,58 @@ const char *dlq_task_source(json_object *filter)
 /* clang-format off */
 const char q_rt_create[] =
     "INSERT INTO redrive_tasks (filter, source, rate, worker, unpin, to_move, max_id, status,"
-    " created_by) SELECT $1::jsonb, $2, $3::integer, $4, $5::boolean, c.n, c.max_id,"
-    " CASE WHEN c.n = 0 THEN 'completed' ELSE 'running' END, $6"
+    " created_by, canary_count, max_failure_ratio, canary_state)"
+    " SELECT $1::jsonb, $2, $3::integer, $4, $5::boolean, c.n, c.max_id,"
+    " CASE WHEN c.n = 0 THEN 'completed' ELSE 'running' END, $6, $7::integer, $8::float8,"
+    " CASE WHEN $7::integer > 0 AND c.n > 0 THEN 'redriving' ELSE 'none' END"
     " FROM (SELECT count(*)::integer AS n, coalesce(max(d.id), 0) AS max_id FROM dead_letters d"
     "   WHERE warren_dl_match(d, $1::jsonb) AND warren_dl_redrivable(d)) c"
     " WHERE NOT EXISTS (SELECT 1 FROM redrive_tasks t WHERE t.source = $2"
-    "   AND t.status IN ('running', 'cancelling'))"
+    "   AND t.status IN ('running', 'cancelling', 'paused_canary'))"
     " RETURNING to_jsonb(redrive_tasks)::text AS doc";
 
 const char q_rt_active[] =
-    "SELECT id FROM redrive_tasks WHERE source = $1 AND status IN ('running', 'cancelling')";
+    "SELECT id FROM redrive_tasks WHERE source = $1"
+    " AND status IN ('running', 'cancelling', 'paused_canary')";
 
-const char q_rt_get[] = "SELECT to_jsonb(t)::text AS doc FROM redrive_tasks t WHERE t.id = $1";
+const char q_rt_get[] =
+    "SELECT (to_jsonb(t) || jsonb_build_object("
+    " 'skipped_by_reason', (SELECT coalesce(jsonb_object_agg(s.k, s.n), '{}') FROM"
+    "   (SELECT skip_reason AS k, count(*) AS n FROM redrive_task_items"
+    "    WHERE task_id = t.id AND result = 'skipped' GROUP BY 1) s),"
+    " 'outcomes', (SELECT coalesce(jsonb_object_agg(s.k, s.n), '{}') FROM"
+    "   (SELECT coalesce(outcome, 'pending') AS k, count(*) AS n FROM redrive_task_items"
+    "    WHERE task_id = t.id AND result = 'moved' GROUP BY 1) s)))::text AS doc"
+    " FROM redrive_tasks t WHERE t.id = $1";
+
+const char q_rt_items[] =
+    "SELECT (SELECT count(*) FROM redrive_tasks WHERE id = $1),"
+    " coalesce(jsonb_agg(to_jsonb(i) - 'task_id' ORDER BY i.record_id), '[]')::text,"
+    " max(i.record_id), count(*) FROM ("
+    " SELECT * FROM redrive_task_items WHERE task_id = $1 AND record_id > $2::bigint"
+    " AND ($3::text IS NULL OR result = $3) AND ($4::text IS NULL OR outcome = $4"
+    "   OR ($4 = 'pending' AND result = 'moved' AND outcome IS NULL))"
+    " ORDER BY record_id LIMIT $5::integer) i";
 
 const char q_rt_list[] =
     "SELECT coalesce(jsonb_agg(to_jsonb(t) ORDER BY t.id DESC), '[]')::text AS doc FROM ("
     " SELECT * FROM redrive_tasks WHERE ($1::text IS NULL OR status = $1)"
     " ORDER BY id DESC LIMIT $2::integer) t";
 
+/* A running task becomes cancelling (the executor finishes it), a paused one cancelled. */
 const char q_rt_cancel[] =
     "WITH t AS (SELECT id, status AS before FROM redrive_tasks WHERE id = $1 FOR UPDATE),"
-    " u AS (UPDATE redrive_tasks r SET status = 'cancelling' FROM t"
-    "   WHERE r.id = t.id AND t.before = 'running' RETURNING r.*) "
+    " u AS (UPDATE redrive_tasks r SET status = CASE WHEN t.before = 'paused_canary'"
+    "   THEN 'cancelled' ELSE 'cancelling' END FROM t"
+    "   WHERE r.id = t.id AND t.before IN ('running', 'paused_canary') RETURNING r.*) "
+    "SELECT t.before, coalesce(to_jsonb(u), (SELECT to_jsonb(x) FROM redrive_tasks x"
+    " WHERE x.id = t.id))::text AS doc FROM t LEFT JOIN u ON u.id = t.id";
+
+const char q_rt_resume[] =
+    "WITH t AS (SELECT id, status AS before FROM redrive_tasks WHERE id = $1 FOR UPDATE),"
+    " u AS (UPDATE redrive_tasks r SET status = 'running', canary_state = 'resumed',"
+    "   resumed_by = $2, resumed_at = now(), bucket_at = now() FROM t"
+    "   WHERE r.id = t.id AND t.before = 'paused_canary' RETURNING r.*) "
     "SELECT t.before, coalesce(to_jsonb(u), (SELECT to_jsonb(x) FROM redrive_tasks x"
     " WHERE x.id = t.id))::text AS doc FROM t LEFT JOIN u ON u.id = t.id";
 /* clang-format on */

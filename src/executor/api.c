@@ -84,6 +84,10 @@ static int add_routes(api_t *x)
            http_route(s, W | HTTP_GET, "/api/v1/redrive-tasks/{}", api_redrive_task, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/redrive-tasks/{}/cancel", api_redrive_task_cancel,
                       x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/redrive-tasks/{}/resume", api_redrive_task_resume,
+                      x) ||
+           http_route(s, W | Q | HTTP_GET, "/api/v1/redrive-tasks/{}/items", api_redrive_task_items,
+                      x) ||
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/investigate", api_investigate, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/complete", api_complete, x);

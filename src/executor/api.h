@@ -86,6 +86,8 @@ bool api_transaction(api_t *x, http_req_t *r, const char *what, dbc_work_fn fn, 
 bool api_cursor(http_req_t *r, char *id_text, size_t len, const char **out);
 /* The limit parameter (default API_LIST_DEFAULT_LIMIT) as text; 400 unless 1..max. */
 bool api_limit(http_req_t *r, char *limit, size_t len);
+/* Answer 200 {"items": doc, "next_cursor": next} (next: JSON text, api_next_cursor's). */
+void api_reply_page(http_req_t *r, const char *doc, const char *next);
 /* next_cursor of a page: the JSON text of the cursor after the row's last id (column last_col)
  * when the page is full (column n_col equals limit), else null. */
 void api_next_cursor(PGresult *res, int last_col, int n_col, const char *limit, char *next,
@@ -138,11 +140,13 @@ void cancel_handle(http_req_t *r, void *arg);
 void retry_handle(http_req_t *r, void *arg);
 /* api_staleness.c: GET /api/v1/staleness. */
 void api_staleness(http_req_t *r, void *arg);
-/* api_redrive_tasks.c: POST/GET /api/v1/redrive-tasks, GET /api/v1/redrive-tasks/{id}, POST
- * .../{id}/cancel. */
+/* api_redrive_tasks.c: POST/GET /api/v1/redrive-tasks, GET /api/v1/redrive-tasks/{id}, GET
+ * .../{id}/items, POST .../{id}/cancel and .../{id}/resume. */
 void api_redrive_tasks(http_req_t *r, void *arg);
 void api_redrive_task(http_req_t *r, void *arg);
 void api_redrive_task_cancel(http_req_t *r, void *arg);
+void api_redrive_task_resume(http_req_t *r, void *arg);
+void api_redrive_task_items(http_req_t *r, void *arg);
 
 /* api_operator.c: GET /api/v1/dead-letters/investigation-queue, POST
  * /api/v1/executions/{id}/investigate and .../complete. */

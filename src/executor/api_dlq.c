@@ -47,8 +47,7 @@ static bool record_id(http_req_t *r, int64_t *id, char *text, size_t len)
     return api_path_id(r, 0, "a dead letter", id, text, len);
 }
 
-/* {"items": doc, "next_cursor": next} */
-static void reply_page(http_req_t *r, const char *doc, const char *next)
+void api_reply_page(http_req_t *r, const char *doc, const char *next)
 {
     size_t len = strlen(doc) + strlen(next) + 32;
     char *body = malloc(len);
@@ -126,7 +125,7 @@ void api_dl_list(http_req_t *r, void *arg)
     if (filter && filtered_query(x, r, "listing dead letters", q_dl_list, 2, p, &res)) {
         char next[64];
         api_next_cursor(res, 1, 2, limit, next, sizeof next);
-        reply_page(r, PQgetvalue(res, 0, 0), next);
+        api_reply_page(r, PQgetvalue(res, 0, 0), next);
     } else if (!filter && !r->replied) {
         http_error(r, 503, "unavailable", "out of memory");
     }
@@ -209,6 +208,7 @@ typedef struct redrive_work {
     int64_t id;
     const char *worker, *by;
     bool unpin;
+    int max_redrives; /* dead_letter.max_redrives */
     dlq_redrive_result_t result;
     char *doc;
     char why[300];
@@ -219,8 +219,8 @@ static int redrive_fn(PGconn *db, void *arg, char *err, size_t errlen)
     redrive_work_t *w = arg;
     free(w->doc);
     w->doc = NULL;
-    return dlq_redrive(db, w->id, w->worker, w->unpin, w->by, &w->result, &w->doc, w->why,
-                       sizeof w->why, err, errlen);
+    return dlq_redrive(db, w->id, w->worker, w->unpin, w->max_redrives, w->by, &w->result, &w->doc,
+                       w->why, sizeof w->why, err, errlen);
 }
 
 /* The optional body {"worker": ID} or {"unpin": true}; false after answering 400. */
@@ -244,7 +244,7 @@ void api_dl_redrive(http_req_t *r, void *arg)
 {
     api_t *x = arg;
     char who[API_KEY_NAME_MAX + 1], id_text[24];
-    redrive_work_t w = {.by = who};
+    redrive_work_t w = {.by = who, .max_redrives = x->cfg->dead_letter.max_redrives};
     json_object *in = NULL;
     if (!api_authorize(x, r, API_SCOPE_OPERATE, who, sizeof who) ||
         !record_id(r, &w.id, id_text, sizeof id_text) ||
@@ -259,6 +259,8 @@ void api_dl_redrive(http_req_t *r, void *arg)
             http_reply_json(r, 200, w.doc);
         } else if (w.result == DLQ_NOT_FOUND) {
             http_error(r, 404, "not_found", "%s", w.why);
+        } else if (w.result == DLQ_MAX_REDRIVES) {
+            http_error(r, 409, "max_redrives", "%s", w.why);
         } else {
             http_error(r, 409, "conflict", "%s", w.why);
         }

@@ -492,7 +492,7 @@ static void lend(executor_t *x)
                              .cancel = &x->cancel};
     x->staleness = (staleness_t){.cfg = cfg, .db = jobs, .stats = st};
     x->events = (events_t){.cfg = cfg, .db = jobs, .pub = x->pub, .admin = x->admin, .stats = st};
-    x->redrive_tasks = (redrive_tasks_t){.db = jobs, .stats = st};
+    x->redrive_tasks = (redrive_tasks_t){.cfg = cfg, .db = jobs, .stats = st};
     x->retention = (retention_t){.cfg = cfg, .db = jobs, .stats = st};
     x->gauges = (gauges_t){.cfg = cfg,
                            .db = jobs,

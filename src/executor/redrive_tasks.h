@@ -8,11 +8,14 @@
 
 #include "executor/dbconn.h"
 #include "executor/stats.h"
+#include "warren/config.h"
 
 typedef struct redrive_tasks {
-    dbconn_t *db;            /* borrowed: the jobs lane */
-    executor_stats_t *stats; /* borrowed */
-    int failures;            /* batches the database refused in a row */
+    const warren_config_t *cfg; /* dead_letter.max_redrives */
+    dbconn_t *db;               /* borrowed: the jobs lane */
+    executor_stats_t *stats;    /* borrowed */
+    int failures;               /* batches the database refused in a row */
+    unsigned ticks;             /* turns so far: outcomes are read every REDRIVE_OUTCOME_TICKS */
 } redrive_tasks_t;
 
 /* One turn of every active task. */

@@ -38,6 +38,7 @@ routes=(
     "GET|/api/v1/staleness||read"
     "GET|/api/v1/redrive-tasks||read"
     "GET|/api/v1/redrive-tasks/$no||read"
+    "GET|/api/v1/redrive-tasks/$no/items||read"
     "POST|/api/v1/executions|{}|submit"
     "POST|/api/v1/executions/$no/cancel||operate"
     "POST|/api/v1/executions/$no/retry||operate"
@@ -49,6 +50,7 @@ routes=(
     "POST|/api/v1/dead-letters/resolve|{}|admin"
     "POST|/api/v1/redrive-tasks|{}|admin"
     "POST|/api/v1/redrive-tasks/$no/cancel||admin"
+    "POST|/api/v1/redrive-tasks/$no/resume||admin"
 )
 # What these keys changed: rows that name them.
 changed() {

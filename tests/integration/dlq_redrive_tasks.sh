@@ -16,16 +16,7 @@ export WARREN__EXECUTOR__MONITOR_INTERVAL_S=0 WARREN__STALENESS__INTERVAL_S=0
 api_start ex
 
 # records QUEUE N: N failed executions, each with a pending expired record from QUEUE.
-records() {
-    psql_q "with e as (insert into executions (action_ref, status, worker, attempt)
-                select '$action', 'failed', 'w', 1 from generate_series(1, $2) returning id)
-            insert into dead_letters (dedup_key, execution_id, reason, queue, headers, body)
-            select '$1/' || e.id, e.id, 'expired', '$1', '{}', '\\x7b7d' from e" >/dev/null
-    on_exit "psql_q \"delete from dead_letters where queue = '$1'\" >/dev/null"
-}
-task_field() { # TASK FIELD
-    call GET "/api/v1/redrive-tasks/$1" | cut -d' ' -f2- | jq -r ".$2"
-}
+records() { redrive_records "$1" "$2" "$action"; }
 redriven() { # QUEUE: records redriven, and executions given a new attempt
     psql_q "select count(*) filter (where d.redriven_at is not null) || '/' ||
                    count(*) filter (where e.status = 'requested' and e.redrive_count = 1)

@@ -51,3 +51,18 @@ expect() {
             fail "$1 $2: the error answer is not {error, detail}: ${CALL_BODY:0:300}"
     fi
 }
+
+# redrive_records QUEUE N ACTION [WORKER]: N failed executions of ACTION (worker WORKER, default
+# "w"), each with a pending record from QUEUE, deleted when the test ends.
+redrive_records() {
+    psql_q "with e as (insert into executions (action_ref, status, worker, attempt)
+                select '$3', 'failed', '${4:-w}', 1 from generate_series(1, $2) returning id)
+            insert into dead_letters (dedup_key, execution_id, reason, queue, headers, body)
+            select '$1/' || e.id, e.id, 'expired', '$1', '{}', '\\x7b7d' from e" >/dev/null
+    on_exit "psql_q \"delete from dead_letters where queue = '$1'\" >/dev/null"
+}
+
+# task_field TASK FIELD: one field of a bulk redrive task (a jq path: outcomes.completed).
+task_field() {
+    call GET "/api/v1/redrive-tasks/$1" | cut -d' ' -f2- | jq -r ".$2"
+}

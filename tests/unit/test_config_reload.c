@@ -42,6 +42,7 @@ static const char *const reloadable[] = {
     "events.retry_max_ms",
     "redrive.default_rate",
     "redrive.max_rate",
+    "dead_letter.max_redrives",
     "retention.batch_size",
     "dead_letters.retention_days",
     "executions.retention_days",
