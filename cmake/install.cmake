@@ -7,7 +7,7 @@
 #                                views and triggers) and superseded.sha256 (docs/schema.md)
 #   etc/warren/warren.conf       (/etc/warren/warren.conf when the prefix is /usr)
 #   include/warren/handler.h and share/pkgconfig/warren-handler.pc (component handler-dev)
-#   share/doc/warren/            README.md and docs/
+#   share/doc/warren/            README.md and docs/ (openapi.json, the API's contract, among them)
 #   lib/systemd/system/          warren-migrate.service, warren-executor.service, warren-worker@.service
 
 # ---- the build tree ---------------------------------------------------------------------------

@@ -273,8 +273,8 @@ const cfg_key_t cfg_table[] = {
           "signed (mutual TLS); \"\" asks for none"),
     R_BOOL(
         "api.auth_reads", api.auth_reads, "false",
-        "GET requests of /api/ need a key too (any scope); writes always need a key of their route's "
-        "scope (docs/api.md)"),
+        "GET requests of /api/ need a key too (any scope), but /api/v1/openapi.json; writes always "
+        "need a key of their route's scope (docs/api.md)"),
     INT("api.max_body_bytes", api.max_body_bytes, "8388608", 1024, 256 * 1024 * 1024,
         "Largest request body; a larger one gets 413"),
     INT("api.max_connections", api.max_connections, "64", 1, 10000,

@@ -66,6 +66,7 @@ static int add_routes(api_t *x)
     return http_route(s, HTTP_GET, "/livez", api_livez, x) ||
            http_route(s, HTTP_GET, "/readyz", api_readyz, x) ||
            http_route(s, HTTP_GET, "/metrics", api_metrics, x) ||
+           http_route(s, HTTP_GET, "/api/v1/openapi.json", api_openapi, x) ||
            http_route(s, W | Q | HTTP_GET | HTTP_POST, "/api/v1/executions", api_submit, x) ||
            http_route(s, W | Q | HTTP_GET, "/api/v1/executions/{}", api_get_execution, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/cancel", cancel_handle, x) ||

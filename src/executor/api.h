@@ -127,6 +127,13 @@ bool api_execution_verb(api_t *x, http_req_t *r, const char *what, char *who, si
 /* The path parameter at i as an execution id; 400 when it is none. */
 bool api_execution_id(http_req_t *r, size_t i, int64_t *id, char *text, size_t textlen);
 
+/* docs/openapi.json as it was at build time (cmake/embed.cmake): api_openapi_json_len bytes
+ * and a NUL. */
+extern const unsigned char api_openapi_json[];
+extern const size_t api_openapi_json_len;
+/* GET /api/v1/openapi.json: the document, without a key (api_openapi.c). */
+void api_openapi(http_req_t *r, void *arg);
+
 /* api_health.c: /livez, /readyz, /metrics (on the loop, no statement), and the collector of
  * the executor's own parts for /metrics. */
 void api_livez(http_req_t *r, void *arg);

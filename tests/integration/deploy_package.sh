@@ -48,7 +48,7 @@ files=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/warren ./usr/bin/warren-worker ./usr/libexec/warren/handlers/core.echo ./usr/libexec/warren/handlers/example_upper.so \
     ./usr/share/warren/schema/001_init.sql ./usr/share/warren/schema/superseded.sha256 \
     ./usr/share/warren/schema/functions/010_touch_updated_at.sql ./etc/warren/warren.conf ./usr/include/warren/handler.h \
-    ./usr/share/pkgconfig/warren-handler.pc ./usr/share/doc/warren/README.md \
+    ./usr/share/pkgconfig/warren-handler.pc ./usr/share/doc/warren/README.md ./usr/share/doc/warren/openapi.json \
     ./usr/lib/systemd/system/warren-executor.service ./usr/lib/systemd/system/warren-worker@.service \
     ./usr/lib/systemd/system/warren-migrate.service; do
     grep -qx "$f" <<<"$files" || fail "the package lacks $f"

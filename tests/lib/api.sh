@@ -5,6 +5,18 @@
 API_WRITE_KEY=write-key-$RANDOM$RANDOM-0123456789
 API_READ_KEY=read-key-$RANDOM$RANDOM-0123456789
 
+# Every answer `call` receives is kept, one line each (METHOD, PATH, STATUS, CONTENT_TYPE and the
+# body without its line breaks, separated by tabs), in WARREN_API_CAPTURE/TEST_NAME.tsv (default
+# build/api-answers; empty: none): tests/integration/api_contract.sh checks them against
+# docs/openapi.json. A JSON text holds no line break or tab inside a string, so the body stays
+# the same JSON.
+API_CAPTURE_FILE=
+if [ -n "${WARREN_API_CAPTURE-$WARREN_BUILD_DIR/api-answers}" ]; then
+    mkdir -p "${WARREN_API_CAPTURE-$WARREN_BUILD_DIR/api-answers}"
+    API_CAPTURE_FILE=${WARREN_API_CAPTURE-$WARREN_BUILD_DIR/api-answers}/$TEST_NAME.tsv
+    : >"$API_CAPTURE_FILE"
+fi
+
 # api_keys_file: a keys file (0600) with "ops" (admin: every route) and "viewer" (read); sets
 # API_KEYS_FILE. tests/integration/api_scopes.sh tries the scopes between them.
 api_keys_file() {
@@ -33,9 +45,19 @@ call() {
     if [ -n "$body" ]; then
         args+=(-H "Content-Type: ${CALL_TYPE:-application/json}" --data-binary "$body")
     fi
-    curl -sS --max-time 20 -o "$TEST_TMP/call.body" -w '%{http_code}' -X "$method" "${args[@]}" \
-        "$API$path" >"$TEST_TMP/call.code" || echo 000 >"$TEST_TMP/call.code"
-    printf '%s %s\n' "$(cat "$TEST_TMP/call.code")" "$(tr -d '\n' <"$TEST_TMP/call.body")"
+    curl -sS --max-time 20 -o "$TEST_TMP/call.body" -w '%{http_code} %{content_type}' \
+        -X "$method" "${args[@]}" "$API$path" >"$TEST_TMP/call.code" ||
+        echo 000 >"$TEST_TMP/call.code"
+    local code ctype answer
+    read -r code ctype <"$TEST_TMP/call.code" || true
+    # Builtins only: a fork per call slows the tests that race the executor's timers.
+    IFS= read -r -d '' answer <"$TEST_TMP/call.body" || true
+    answer=${answer//$'\n'/}
+    if [ -n "$API_CAPTURE_FILE" ] && [ "$code" != 000 ]; then
+        printf '%s\t%s\t%s\t%s\t%s\n' "$method" "$path" "$code" "${ctype:-}" "$answer" \
+            >>"$API_CAPTURE_FILE"
+    fi
+    printf '%s %s\n' "$code" "$answer"
 }
 
 # expect CODE METHOD PATH [BODY] [KEY]: call, check the status, leave the body in CALL_BODY. An
