@@ -71,6 +71,7 @@ typedef struct warren_config {
         int poll_interval_ms;          /* scheduler tick when idle */
         bool listen_notify;            /* claim when the database announces new work */
         int batch_size;                /* executions claimed / results applied per round trip */
+        int max_redispatches;          /* dispatches never started, dispatched again */
         int scheduled_timeout_s;       /* scheduled longer than this -> failed */
         int unconfirmed_timeout_ms;    /* scheduled, dispatch unconfirmed this long -> requested */
         int heartbeat_stale_factor;    /* worker live while heartbeat age < factor * interval */

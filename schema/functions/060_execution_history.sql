@@ -67,6 +67,9 @@ BEGIN
     VALUES (NEW.id, OLD.status, NEW.status, NEW.worker, NEW.attempt, NEW.error,
             CASE WHEN NEW.status = 'completed' AND NEW.completed_by IS NOT NULL
                  THEN 'completed by hand by ' || NEW.completed_by
+                 WHEN NEW.status = 'requested' AND NEW.redispatches > OLD.redispatches
+                 THEN 'redispatch ' || NEW.redispatches || ': never started on '
+                      || coalesce(OLD.worker, 'no worker')
                  WHEN NEW.status = 'requested' AND NEW.attempt_kind = 'manual'
                       AND OLD.status IN ('failed', 'timeout', 'abandoned') THEN 'manual retry'
                  WHEN NEW.status = 'requested'

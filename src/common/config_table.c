@@ -138,6 +138,10 @@ const cfg_key_t cfg_table[] = {
          "transaction mode): the poll alone finds the work"),
     R_INT("executor.batch_size", executor.batch_size, "100", 1, 10000,
           "Executions claimed, or results applied, per database round trip"),
+    R_INT("executor.max_redispatches", executor.max_redispatches, "3", 0, 1000,
+          "A dispatch no worker started (its worker lost or retired, or it expired unconsumed) "
+          "is dispatched again at once, not counted as a retry, at most this many times per "
+          "execution (docs/retries.md); 0: the retry policy decides, as worker_lost"),
     R_INT("executor.scheduled_timeout_s", executor.scheduled_timeout_s, "600", 1, 30 * 86400,
           "Scheduled but never started for this long: failed by the timeout monitor "
           "(keep above the worker queue TTL so the dead-letter path reports first)"),

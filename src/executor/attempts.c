@@ -65,12 +65,14 @@ static const char record_sql[] =
     " SELECT ins.id, e.id, e.attempt, e.status, ins.outcome, coalesce(ins.error, ''), e.action_ref,"
     " e.retries, coalesce(e.retry_max_attempts, 0), coalesce(e.retry_on, ''),"
     " (e.pinned_worker IS NOT NULL)::int, coalesce(e.fallback, ''),"
-    " (SELECT bool_or(u.force) FROM u WHERE u.id = ins.execution_id)::int"
+    " (SELECT bool_or(u.force) FROM u WHERE u.id = ins.execution_id)::int,"
+    " (e.started_at IS NULL)::int, e.redispatches"
     " FROM ins JOIN executions e ON e.id = ins.execution_id ORDER BY ins.id";
 
 /* 2. What the decisions say: the attempt records get them (the dead letter's copy of the last
- * one too: it reads the table as it was before this statement); retried rows go back to requested
- * (a worker_lost one unpinned when its submission allowed any worker); exhausted ones get a
+ * one too: it reads the table as it was before this statement); retried and redispatched rows go
+ * back to requested (a worker_lost one unpinned when its submission allowed any worker; a
+ * redispatch counts in redispatches, not in retries); exhausted ones get a
  * max_retries_exceeded dead letter whose body holds the execution and every attempt; the
  * workers that lost a dispatch are suspect until they heartbeat again. */
 static const char decide_sql[] =
@@ -80,13 +82,16 @@ static const char decide_sql[] =
     "   next_due_at = now() + make_interval(secs => d.delay_ms / 1000.0)"
     "   FROM d WHERE a.id = d.aid RETURNING a.id),"
     " retried AS (UPDATE executions e SET status = " EXEC_SQL(REQUESTED) ","
-    "   due_at = now() + make_interval(secs => d.delay_ms / 1000.0), retries = e.retries + 1,"
-    "   attempt_kind = 'retry',"
+    "   due_at = now() + make_interval(secs => d.delay_ms / 1000.0),"
+    "   retries = e.retries + (d.decision = 'retry')::int,"
+    "   redispatches = e.redispatches + (d.decision = 'redispatch')::int,"
+    "   attempt_kind = CASE WHEN d.decision = 'retry' THEN 'retry' ELSE e.attempt_kind END,"
     "   pinned_worker = CASE WHEN d.unpin THEN NULL ELSE e.pinned_worker END,"
     "   error = NULL, result = NULL, outcome = NULL, started_at = NULL, ended_at = NULL,"
     "   incarnation = NULL, reported_at = NULL, effective_timeout_s = NULL,"
     "   dispatch_confirmed_at = NULL, wait_reason = NULL"
-    "   FROM d WHERE d.decision = 'retry' AND e.id = d.id AND e.attempt = d.attempt"
+    "   FROM d WHERE d.decision IN ('retry', 'redispatch') AND e.id = d.id"
+    "   AND e.attempt = d.attempt"
     "   AND e.status = d.status RETURNING e.id),"
     " dl AS (INSERT INTO dead_letters (dedup_key, execution_id, reason, headers, body, body_text,"
     "   error, snapshot)"
@@ -150,6 +155,16 @@ static void decide_rows(PGresult *res, pgarr_t *a)
             d.delay_ms = 0;
             word = retry_verdict_name(d.verdict);
         }
+        /* Never started (no running report) and its worker lost: dispatched again at once,
+         * outside the policy, up to executor.max_redispatches times; a pinned one only with
+         * --fallback any (docs/retries.md, "Redispatch"). */
+        bool never_started = atoi(PQgetvalue(res, r, 13)) == 1;
+        if (o == OUTCOME_WORKER_LOST && never_started && (!pinned || any) &&
+            atoi(PQgetvalue(res, r, 14)) < config->executor.max_redispatches) {
+            d.verdict = RETRY_AGAIN;
+            d.delay_ms = 0;
+            word = "redispatch";
+        }
         if (o == OUTCOME_WORKER_LOST && pinned && d.verdict == RETRY_AGAIN) {
             if (any)
                 unpin = true; /* --fallback any: another worker may run it */
@@ -161,7 +176,8 @@ static void decide_rows(PGresult *res, pgarr_t *a)
         pgarr_add(&a[2], PQgetvalue(res, r, 2));
         pgarr_add(&a[3], PQgetvalue(res, r, 3));
         pgarr_add(&a[4], word);
-        pgarr_add_int_or_null(&a[5], !strcmp(word, "retry"), d.delay_ms);
+        pgarr_add_int_or_null(&a[5], !strcmp(word, "retry") || !strcmp(word, "redispatch"),
+                              d.delay_ms);
         pgarr_add(&a[6], unpin ? "true" : "false");
     }
 }

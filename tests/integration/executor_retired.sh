@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Retired workers (docs/retries.md): a worker gone longer than worker.retire_after_s with
 # dispatches still in its queue is retired by the executor: every message is taken back and
-# recorded (a worker_retired dead letter each), the unpinned executions are retried and reach
+# recorded (a worker_retired dead letter each), the unpinned executions are redispatched and reach
 # another worker, the pinned one fails saying why, the queue is deleted and the row says retired;
 # nothing is lost. A dispatch pinned to it afterwards waits in its queue declared again. The
 # worker heartbeating again registers as online.
@@ -38,10 +38,10 @@ assert_eq "worker_unavailable" "$(psql_q "select string_agg(distinct investigati
     from dead_letters where reason = 'worker_retired' and execution_id in ($all)")" \
     "a retired worker's message is an unavailable worker's, not poison (schema 025)"
 for id in "${ids[@]}"; do
-    assert_eq "requested|1|worker_lost retry Worker $a retired with this dispatch still queued" \
-        "$(psql_q "select e.status || '|' || e.retries || '|' || a.outcome || ' ' || a.decision || ' ' || a.error
+    assert_eq "requested|0|1|worker_lost redispatch Worker $a retired with this dispatch still queued" \
+        "$(psql_q "select e.status || '|' || e.retries || '|' || e.redispatches || '|' || a.outcome || ' ' || a.decision || ' ' || a.error
                    from executions e join execution_attempt_history a on a.execution_id = e.id where e.id = $id")" \
-        "unpinned execution $id: retried"
+        "unpinned execution $id: redispatched (never started), not a retry"
 done
 assert_eq "failed|Worker $a retired with this dispatch still queued|not_retryable" \
     "$(psql_q "select e.status || '|' || e.error || '|' || a.decision from executions e

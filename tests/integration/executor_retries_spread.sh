@@ -14,6 +14,8 @@ N=1000 WINDOW_MS=20000 BUCKETS=10
 export WARREN__MESSAGE_QUEUE__RABBITMQ__WORKER_QUEUE_TTL_MS=5000
 export WARREN__RETRY__BASE_MS=$WINDOW_MS WARREN__RETRY__JITTER=full
 export WARREN__EXECUTOR__SCHEDULED_TIMEOUT_S=120
+# The retry policy decides these (never started, they would be redispatched at once otherwise).
+export WARREN__EXECUTOR__MAX_REDISPATCHES=0
 action="spread.$(unique_name a)"
 forget_executions "$action"
 

@@ -24,6 +24,7 @@ static const char *const reloadable[] = {
     "log.format",
     "executor.poll_interval_ms",
     "executor.batch_size",
+    "executor.max_redispatches",
     "executor.scheduled_timeout_s",
     "executor.unconfirmed_timeout_ms",
     "executor.heartbeat_stale_factor",
