@@ -49,7 +49,10 @@
  * due later, however many are scheduled ahead (docs/flow-control.md has the plans). */
 /* A row past its queue deadline is left to the deadline sweep (deadlines.c); the others carry
  * the milliseconds left of it, the dispatch's expiration. A paused action's rows stay requested
- * (schema 035's action_pauses; docs/flow-control.md). */
+ * (schema 035's action_pauses; docs/flow-control.md). The pinned claim skips them with an
+ * anti-join, which keeps its plan an index scan that stops at the batch; the unpinned claim
+ * reads the paused actions once (an InitPlan) and compares each row with that short array,
+ * cheaper than probing action_pauses for every row of another action the scan steps over. */
 #define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
                       " e.timeout_s, e.redrive_count,"                                      \
                       " ceil(extract(epoch FROM e.due_at + make_interval(secs =>"           \
@@ -57,13 +60,15 @@
                       " WHERE e.status = " EXEC_SQL(REQUESTED) " AND e.priority = ANY("     \
                       "'{9,8,7,6,5,4,3,2,1,0}'::smallint[]) AND e.due_at <= now() AND"      \
                       " (e.queue_timeout_s IS NULL OR e.due_at + make_interval(secs =>"     \
-                      " e.queue_timeout_s) > now()) AND NOT EXISTS (SELECT 1 FROM"          \
-                      " action_pauses p WHERE p.action_ref = e.action_ref AND p.resumed_at IS NULL) AND "
+                      " e.queue_timeout_s) > now()) AND "
+#define PAUSED_SQL "SELECT p.action_ref FROM action_pauses p WHERE p.resumed_at IS NULL"
 static const char claim_pinned_sql[] =
-    CLAIM_COLUMNS "e.pinned_worker IS NOT NULL"
+    CLAIM_COLUMNS "NOT EXISTS (" PAUSED_SQL " AND p.action_ref = e.action_ref)"
+    " AND e.pinned_worker IS NOT NULL"
     " ORDER BY e.priority DESC, e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 static const char claim_free_sql[] =
-    CLAIM_COLUMNS "e.pinned_worker IS NULL AND e.action_ref = ANY($2::text[])"
+    CLAIM_COLUMNS "e.action_ref <> ALL(ARRAY(" PAUSED_SQL ")) AND e.pinned_worker IS NULL"
+    " AND e.action_ref = ANY($2::text[])"
     " ORDER BY e.priority DESC, e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 
 /* Executors scheduling at once share the workers without waiting for each other and without a
