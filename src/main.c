@@ -17,6 +17,7 @@ static const struct {
     {"workers", cmd_workers, "list workers"},
     {"cancel", cmd_cancel, "cancel an execution"},
     {"dlq", cmd_dlq, "investigate, resolve, redrive and purge dead letters"},
+    {"action", cmd_action, "list actions; pause or resume an action's dispatch"},
     {"staleness", cmd_staleness, "non-terminal executions: time in state and health"},
     {"retry", cmd_retry, "retry a failed, timed out or abandoned execution by hand"},
     {"investigate", cmd_investigate, "send an execution to investigation by hand"},
@@ -35,7 +36,8 @@ static void usage(FILE *out)
     fprintf(out,
             "\nRun 'warren COMMAND --help' for a command's options.\n"
             "Configuration: -c FILE or WARREN_CONFIG; WARREN__SECTION__KEY overrides any key.\n"
-            "submit, get, list, workers, cancel, retry, investigate, complete, dlq and staleness\n"
+            "submit, get, list, workers, cancel, retry, investigate, complete, dlq, staleness\n"
+            "and action\n"
             "use the executor's HTTP API when WARREN_API_URL is set (WARREN_API_KEY: the key),\n"
             "else the database. An https:// URL is verified against the system's CAs or\n"
             "WARREN_API_CA (a PEM file); WARREN_API_INSECURE=1 skips the check.\n"

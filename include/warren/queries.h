@@ -63,6 +63,22 @@ extern const char q_retry[];
 const char *retry_refusal(const char *before);
 
 /*
+ * Actions (docs/flow-control.md, "Pausing an action") as a JSON array "doc", by action_ref:
+ * every action the configuration names, a worker (not retired) offers, has non-terminal
+ * executions or is paused; each with "configured", "limits" (queue_timeout_s), "counts" of its
+ * non-terminal executions by status, "paused", "paused_by" and "paused_at". $1: the configured
+ * limits, retry_action_limits_json.
+ */
+extern const char q_actions[];
+/* Pause action $1 on behalf of $2 (schema 035's action_pauses): one row "doc", {action_ref,
+ * paused, paused_by, paused_at, resumed_by, resumed_at, changed}; pausing a paused action
+ * changes nothing (changed false, the pause's own who and when). */
+extern const char q_action_pause[];
+/* Resume action $1 on behalf of $2: the same document (paused false); changed false when it
+ * was not paused. */
+extern const char q_action_resume[];
+
+/*
  * Send execution $1 to investigation by hand on behalf of $2, with notes $3 (NULL: none):
  * warren_investigate (schema/functions/180_operator_actions.sql). One row: outcome (opened,
  * not_found, ended, open), status (the execution's), record_id and doc (the new record as show

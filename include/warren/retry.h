@@ -48,7 +48,13 @@ typedef struct retry_policy {
     int jitter_pct;   /* JITTER_PERCENT: +- this percentage */
     unsigned retry_on;
     char never[RETRY_NEVER_MAX]; /* error types never retried, "a,b,c" */
+    /* Not a retry field: actions.<ref>.queue_timeout_s, the longest an execution may wait from
+     * its due time before a worker starts it (docs/flow-control.md); 0: no deadline. */
+    int queue_timeout_s;
 } retry_policy_t;
+
+/* The longest queue_timeout_s (the column's check, schema 035): 366 days. */
+#define QUEUE_TIMEOUT_MAX_S (366 * 86400)
 
 /* The built-in default policy (what the retry.* keys default to). */
 void retry_policy_default(retry_policy_t *p);
@@ -67,7 +73,8 @@ int retry_never_check(const char *list, char *why, size_t whylen);
 int retry_jitter_parse(const char *spec, retry_policy_t *p, char *why, size_t whylen) WARN_UNUSED;
 
 /* Set one field of p by its name as written in the configuration (max_attempts, backoff,
- * base_ms, factor, max_ms, jitter, retry_on, never_retry) from text; -1 with why. */
+ * base_ms, factor, max_ms, jitter, retry_on, never_retry; and queue_timeout_s) from text; -1
+ * with why. */
 int retry_policy_set(retry_policy_t *p, const char *field, const char *value, char *why,
                      size_t whylen) WARN_UNUSED;
 /* Names of the fields, NULL-terminated. */
@@ -130,6 +137,13 @@ struct warren_config;
 void retry_policy_default_of(const struct warren_config *cfg, retry_policy_t *p);
 /* The policy of action: the default with the fields the key `actions` sets for it. */
 void retry_policy_of(const struct warren_config *cfg, const char *action, retry_policy_t *p);
+/* Each submission of rows (q_submit's JSON array) that gives no queue_timeout_s gets its
+ * action's actions.<ref>.queue_timeout_s, when that is set. */
+struct json_object;
+void retry_fill_queue_timeouts(const struct warren_config *cfg, struct json_object *rows);
+/* Each action the key `actions` names with its limits, as JSON text {"REF": {"queue_timeout_s":
+ * N or null}} (q_actions' $1); malloc'd, NULL without memory. */
+char *retry_action_limits_json(const struct warren_config *cfg);
 /* `warren config check`: one line per policy, the default's and each listed action's. */
 void retry_policies_print(const struct warren_config *cfg, FILE *out);
 

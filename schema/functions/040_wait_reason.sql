@@ -1,4 +1,4 @@
--- warren definitions: why a requested execution has not gone out yet (schema 005, 007, 015, 033).
+-- warren definitions: why a requested execution has not gone out yet (schema 005, 007, 015, 033, 035).
 -- The current definition; `warren migrate` re-applies this file (docs/schema.md).
 
 -- Why a requested execution has not gone out yet, for `warren get`, derived from the live
@@ -9,6 +9,12 @@ CREATE OR REPLACE FUNCTION warren_wait_reason(e executions, stale_factor integer
 LANGUAGE sql STABLE AS $$
     SELECT CASE
         WHEN e.status <> 'requested' THEN NULL
+        WHEN EXISTS (SELECT 1 FROM action_pauses p
+                     WHERE p.action_ref = e.action_ref AND p.resumed_at IS NULL) THEN
+            (SELECT format('paused: action %L was paused by %s at %s; it goes out when resumed',
+                           p.action_ref, p.paused_by,
+                           to_char(p.paused_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+             FROM action_pauses p WHERE p.action_ref = e.action_ref)
         WHEN e.due_at > now() THEN
             format('%s due at %s', CASE e.attempt_kind WHEN 'manual' THEN 'manual attempt'
                                                        WHEN 'retry' THEN 'retry attempt'

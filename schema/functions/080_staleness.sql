@@ -1,4 +1,4 @@
--- warren definitions: the staleness detector (schema 022, 029, 033).
+-- warren definitions: the staleness detector (schema 022, 029, 033, 035).
 -- The current definition; `warren migrate` re-applies this file (docs/schema.md).
 
 -- Since when the execution is in its status: its last applied history row, stored or implied.
@@ -17,7 +17,9 @@ $$;
 
 -- Every non-terminal execution the detector watches, with its health. Time in requested counts
 -- from due_at when that is later (schema 033): a retry's backoff or a submission's run_at is
--- waited out before the requested threshold starts, so neither is failed before it could run.
+-- waited out before the requested threshold starts, so neither is failed before it could run;
+-- and while its action is paused (schema 035) it is healthy, its time counting again from the
+-- resume.
 CREATE OR REPLACE FUNCTION warren_staleness(cfg jsonb)
 RETURNS TABLE (id bigint, action_ref text, status text, worker text, attempt integer,
                since timestamptz, time_in_state_s double precision, threshold_s integer,
@@ -29,13 +31,15 @@ LANGUAGE sql STABLE AS $$
                 WHEN s.age >= t.th * coalesce((cfg ->> 'warning_pct')::float8, 80) / 100
                     THEN 'warning'
                 ELSE 'healthy' END
-    FROM executions e,
+    FROM executions e LEFT JOIN action_pauses p ON p.action_ref = e.action_ref,
          LATERAL (SELECT CASE WHEN e.status = 'requested'
-                              THEN greatest(warren_state_since(e), e.due_at)
+                              THEN greatest(warren_state_since(e), e.due_at, p.resumed_at)
                               ELSE warren_state_since(e) END AS since) s0,
          LATERAL (SELECT s0.since, greatest(extract(epoch FROM now() - s0.since), 0)::float8
                              AS age) s,
-         LATERAL (SELECT warren_stale_threshold(e.action_ref, e.status, cfg) AS th) t
+         LATERAL (SELECT CASE WHEN e.status = 'requested' AND p.paused_at IS NOT NULL
+                                   AND p.resumed_at IS NULL THEN 0
+                              ELSE warren_stale_threshold(e.action_ref, e.status, cfg) END AS th) t
     WHERE e.status IN ('requested', 'scheduled', 'running')
 $$;
 

@@ -1,4 +1,4 @@
--- warren definitions: a dead letter as an investigation record (schema 020, 025, 026, 029).
+-- warren definitions: a dead letter as an investigation record (schema 020, 025, 026, 029, 035).
 -- The current definition; `warren migrate` re-applies this file (docs/schema.md).
 
 -- The investigation word of a detailed reason; NULL: the row needs no investigation.
@@ -7,7 +7,8 @@ LANGUAGE sql IMMUTABLE AS $$
     SELECT CASE
         WHEN reason IN ('expired', 'maxlen', 'delivery_limit', 'dead_lettered', 'worker_retired')
             THEN 'worker_unavailable'
-        WHEN reason IN ('rejected', 'scheduled_timeout', 'running_timeout', 'timeout')
+        WHEN reason IN ('rejected', 'scheduled_timeout', 'running_timeout', 'timeout',
+                        'queue_timeout')
             THEN 'timeout'
         WHEN reason IN ('worker_stale', 'worker_restarted', 'abandoned') THEN 'abandoned'
         WHEN reason IN ('max_retries_exceeded', 'staleness_timeout', 'unprocessable_result',

@@ -24,6 +24,7 @@ int cmd_workers(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_dlq(int argc, char **argv); /* dlq stats|list|show|resolve|redrive|purge */
 int cmd_staleness(int argc, char **argv);
+int cmd_action(int argc, char **argv);
 int cmd_retry(int argc, char **argv);
 int cmd_investigate(int argc, char **argv);
 int cmd_complete(int argc, char **argv);

@@ -31,7 +31,7 @@
 static const char submit_usage_line[] =
     "warren submit ACTION_REF [--params JSON | --params-file FILE|-] [--worker ID] [--timeout S] "
     "[--max-attempts N] [--retry-on LIST] [--fallback any] [--at TIME | --in S] [--priority N] "
-    "[--idempotency-key K] "
+    "[--queue-timeout S] [--idempotency-key K] "
     "[--wait [--wait-timeout S]] [--json] [-c FILE]";
 
 typedef struct submit_opts {
@@ -45,13 +45,14 @@ typedef struct submit_opts {
     const char *max_attempts; /* validated text: the retry policy's max_attempts */
     const char *retry_on;     /* as given; on is the stored form */
     char on[64];
-    const char *fallback;     /* "any" */
-    const char *idem_key;     /* --idempotency-key */
-    const char *at, *in;      /* --at as given, --in validated text */
-    char run_at[TS_TEXT_MAX]; /* --at as q_submit reads it (ts_format_us) */
-    const char *priority;     /* validated text */
-    const char *wait_timeout; /* --wait-timeout as given */
-    int64_t wait_timeout_s;   /* 0: wait as long as it takes */
+    const char *fallback;      /* "any" */
+    const char *idem_key;      /* --idempotency-key */
+    const char *at, *in;       /* --at as given, --in validated text */
+    char run_at[TS_TEXT_MAX];  /* --at as q_submit reads it (ts_format_us) */
+    const char *priority;      /* validated text */
+    const char *queue_timeout; /* --queue-timeout, validated text */
+    const char *wait_timeout;  /* --wait-timeout as given */
+    int64_t wait_timeout_s;    /* 0: wait as long as it takes */
     bool wait;
     bool json;
 } submit_opts_t;
@@ -84,6 +85,9 @@ static void submit_usage(FILE *out)
             "                         scheduler does not claim it until then\n"
             "      --in S             not before S seconds from now (0 to %d)\n"
             "      --priority N       0 to 9, the highest claimed first (default %d)\n"
+            "      --queue-timeout S  fail it (queue_timeout) when no worker has started it S\n"
+            "                         seconds after its due time (default: the action's\n"
+            "                         actions.<ref>.queue_timeout_s; docs/flow-control.md)\n"
             "      --wait             wait until it ends (told at once, docs/api.md \"Waiting for\n"
             "                         the end\"), print the status, result and error; exit 0\n"
             "                         only when it completed\n"
@@ -182,6 +186,10 @@ static int submit_check(submit_opts_t *o)
         return cli_usage_error("submit", submit_usage_line,
                                "--priority wants a whole number from %d to %d, not '%s'",
                                Q_PRIORITY_MIN, Q_PRIORITY_MAX, o->priority);
+    if (o->queue_timeout && cli_parse_int64(o->queue_timeout, 1, QUEUE_TIMEOUT_MAX_S, &v) != 0)
+        return cli_usage_error("submit", submit_usage_line,
+                               "--queue-timeout wants whole seconds from 1 to %d, not '%s'",
+                               QUEUE_TIMEOUT_MAX_S, o->queue_timeout);
     if (o->wait_timeout && !o->wait)
         return cli_usage_error("submit", submit_usage_line, "--wait-timeout needs --wait");
     return EXIT_OK;
@@ -205,6 +213,7 @@ static int submit_parse(int argc, char **argv, submit_opts_t *o)
         {"at", 0, .value = &o->at},
         {"in", 0, .value = &o->in},
         {"priority", 0, .value = &o->priority},
+        {"queue-timeout", 0, .value = &o->queue_timeout},
     };
     const cli_spec_t spec = {"submit", submit_usage_line, options, CLI_COUNT(options),
                              "ACTION_REF"};
@@ -355,14 +364,18 @@ static json_object *submission_object(const submit_opts_t *o, bool api)
         json_object_object_add(row, "delay_s", json_object_new_int64(atoll(o->in)));
     if (o->priority)
         json_object_object_add(row, "priority", json_object_new_int64(atoll(o->priority)));
+    if (o->queue_timeout)
+        json_object_object_add(row, "queue_timeout_s",
+                               json_object_new_int64(atoll(o->queue_timeout)));
     return row;
 }
 
 /* The one-element batch of q_submit (the API's statement), as JSON text; NULL on OOM. */
-static char *submission_json(const submit_opts_t *o)
+static char *submission_json(const submit_opts_t *o, const warren_config_t *cfg)
 {
     json_object *all = json_object_new_array();
     json_object_array_add(all, submission_object(o, false));
+    retry_fill_queue_timeouts(cfg, all); /* actions.<ref>.queue_timeout_s, as the API does */
     char *text = strdup(json_object_to_json_string_ext(all, JSON_C_TO_STRING_PLAIN));
     json_object_put(all);
     return text;
@@ -408,7 +421,7 @@ static int submit_run(PGconn *db, const warren_config_t *cfg, const void *opts)
     const submit_opts_t *o = opts;
     char who[300], id[24];
     cli_operator(who, sizeof who);
-    char *rows = submission_json(o), *row = NULL;
+    char *rows = submission_json(o, cfg), *row = NULL;
     const char *params[] = {rows, who};
     PGresult *res = NULL;
     int rc = -1;

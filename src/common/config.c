@@ -245,7 +245,7 @@ static int actions_from_list(warren_config_t *cfg, const cfg_key_t *k, const con
         const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
         int line = (int)config_setting_source_line(e);
         const char *action = NULL;
-        const config_setting_t *retry = NULL;
+        const config_setting_t *retry = NULL, *queue_timeout = NULL;
         if (config_setting_type(e) != CONFIG_TYPE_GROUP) {
             free(text);
             return fail(err, errlen, "%s:%d: %s.[%d]: expected a group, got %s", file, line, path,
@@ -260,11 +260,13 @@ static int actions_from_list(warren_config_t *cfg, const cfg_key_t *k, const con
             } else if (name && !strcmp(name, "retry") &&
                        config_setting_type(m) == CONFIG_TYPE_GROUP) {
                 retry = m;
+            } else if (name && !strcmp(name, "queue_timeout_s")) {
+                queue_timeout = m;
             } else {
                 free(text);
                 return fail(err, errlen,
-                            "%s:%d: %s.[%d].%s: unknown key (an element has action = \"NAME\" "
-                            "and retry = { ... })",
+                            "%s:%d: %s.[%d].%s: unknown key (an element has action = \"NAME\", "
+                            "retry = { ... } and queue_timeout_s = N)",
                             file, mline, path, i, name ? name : "?");
             }
         }
@@ -276,15 +278,18 @@ static int actions_from_list(warren_config_t *cfg, const cfg_key_t *k, const con
         size_t n = (size_t)snprintf(entry, sizeof entry, "%s:", action);
         retry_policy_t scratch;
         retry_policy_default(&scratch);
-        for (int j = 0; retry && j < config_setting_length(retry); j++) {
-            const config_setting_t *f = config_setting_get_elem(retry, (unsigned)j);
+        int nf = retry ? config_setting_length(retry) : 0;
+        for (int j = 0; j < nf + (queue_timeout != NULL); j++) {
+            const config_setting_t *f = j < nf ? config_setting_get_elem(retry, (unsigned)j)
+                                               : queue_timeout;
             const char *name = config_setting_name(f);
             int fline = (int)config_setting_source_line(f);
             char value[600];
             if (field_text(f, value, sizeof value, why, sizeof why) != 0 ||
                 retry_policy_set(&scratch, name ? name : "?", value, why, sizeof why) != 0) {
                 free(text);
-                return fail(err, errlen, "%s:%d: %s.[%d].retry: %s", file, fline, path, i, why);
+                return fail(err, errlen, "%s:%d: %s.[%d]%s: %s", file, fline, path, i,
+                            j < nf ? ".retry" : "", why);
             }
             n += (size_t)snprintf(entry + n, n < sizeof entry ? sizeof entry - n : 0, " %s=%s",
                                   name, value);

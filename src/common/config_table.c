@@ -249,10 +249,12 @@ const cfg_key_t cfg_table[] = {
                   "Error types never retried, comma-separated: an error \"Type: text\" has the "
                   "type Type"),
     {"actions", CT_ACTIONS, OFF(actions), "", 0, 0, NULL, false, true,
-     "Per-action settings: a list of { action = \"NAME\"; retry = { max_attempts = 3; "
-     "retry_on = \"tempfail,timeout\"; ... }; }, each field of retry.* overridable (the others "
-     "come from retry.*); as text (environment): \"NAME: field=value ...; NAME: ...\". "
-     "`warren config check` prints every action's effective policy",
+     "Per-action settings: a list of { action = \"NAME\"; queue_timeout_s = 30; retry = { "
+     "max_attempts = 3; retry_on = \"tempfail,timeout\"; ... }; }, each field of retry.* "
+     "overridable (the others come from retry.*); queue_timeout_s (seconds, 0: none) is the "
+     "longest an execution of the action may wait from its due time before a worker starts it "
+     "(a submission's own queue_timeout_s wins); as text (environment): \"NAME: field=value "
+     "...; NAME: ...\". `warren config check` prints every action's effective policy",
      retry_actions_check, false},
 
     STR("api.listen", api.listen, "127.0.0.1:8080",

@@ -198,10 +198,14 @@ int retry_policy_set(retry_policy_t *p, const char *field, const char *value, ch
         if (retry_never_check(value, w, sizeof w))
             return fail(why, whylen, "never_retry: %s", w);
         snprintf(p->never, sizeof p->never, "%s", value);
+    } else if (!strcmp(field, "queue_timeout_s")) {
+        if (number(field, value, 0, QUEUE_TIMEOUT_MAX_S, &x, why, whylen))
+            return -1;
+        p->queue_timeout_s = (int)x;
     } else {
         return fail(why, whylen,
                     "unknown field '%.32s' (max_attempts, backoff, base_ms, factor, max_ms, "
-                    "jitter, retry_on, never_retry)",
+                    "jitter, retry_on, never_retry, queue_timeout_s)",
                     field);
     }
     return 0;

@@ -44,15 +44,16 @@ const char q_workers[] =
 
 const char q_submit[] =
     "INSERT INTO executions (action_ref, params, pinned_worker, timeout_s, submitted_by,"
-    " retry_max_attempts, retry_on, fallback, traceparent, priority, due_at)"
+    " retry_max_attempts, retry_on, fallback, queue_timeout_s, traceparent, priority, due_at)"
     " SELECT r.action_ref, coalesce(r.params, '{}'), r.pinned_worker, r.timeout_s, $2,"
-    " r.retry_max_attempts, r.retry_on, r.fallback, r.traceparent, " Q_SUBMIT_PRIORITY_DUE("r")
+    " r.retry_max_attempts, r.retry_on, r.fallback, r.queue_timeout_s, r.traceparent, "
+    Q_SUBMIT_PRIORITY_DUE("r")
     " FROM ROWS FROM (jsonb_to_recordset($1::jsonb) AS (action_ref text, params jsonb,"
     "   pinned_worker text, timeout_s integer, retry_max_attempts integer, retry_on text,"
-    "   fallback text, priority smallint, run_at timestamptz, delay_s integer,"
-    "   traceparent text)) WITH ORDINALITY"
+    "   fallback text, queue_timeout_s integer, priority smallint, run_at timestamptz,"
+    "   delay_s integer, traceparent text)) WITH ORDINALITY"
     "   AS r(action_ref, params, pinned_worker, timeout_s, retry_max_attempts, retry_on, fallback,"
-    "   priority, run_at, delay_s, traceparent, ord)"
+    "   queue_timeout_s, priority, run_at, delay_s, traceparent, ord)"
     " ORDER BY r.ord RETURNING id, status, (to_jsonb(executions) || jsonb_build_object("
     "   'traceparent', warren_traceparent(id, traceparent)))::text AS row";
 
@@ -86,6 +87,59 @@ const char q_retry[] =
     "SELECT t.before, coalesce(u.status, t.before) AS after, t.attempt,"
     " coalesce(to_jsonb(u), (SELECT to_jsonb(x) FROM executions x WHERE x.id = t.id))::text AS row"
     " FROM t LEFT JOIN u ON u.id = t.id";
+/* clang-format on */
+
+/* clang-format off */
+const char q_actions[] =
+    "WITH conf AS (SELECT key AS action_ref, value AS limits FROM jsonb_each($1::jsonb)),"
+    " counts AS (SELECT action_ref,"
+    "   count(*) FILTER (WHERE status = " EXEC_SQL(REQUESTED) ") AS requested,"
+    "   count(*) FILTER (WHERE status = " EXEC_SQL(SCHEDULING) ") AS scheduling,"
+    "   count(*) FILTER (WHERE status = " EXEC_SQL(SCHEDULED) ") AS scheduled,"
+    "   count(*) FILTER (WHERE status = " EXEC_SQL(RUNNING) ") AS running,"
+    "   count(*) FILTER (WHERE status = " EXEC_SQL(CANCELING) ") AS canceling"
+    "   FROM executions WHERE status IN (" EXEC_SQL(REQUESTED) ", " EXEC_SQL(SCHEDULING) ", "
+    EXEC_SQL(SCHEDULED) ", " EXEC_SQL(RUNNING) ", " EXEC_SQL(CANCELING) ") GROUP BY action_ref),"
+    " offered AS (SELECT DISTINCT unnest(capabilities) AS action_ref FROM workers"
+    "   WHERE status <> 'retired'),"
+    " refs AS (SELECT action_ref FROM conf UNION SELECT action_ref FROM counts"
+    "   UNION SELECT action_ref FROM action_pauses WHERE resumed_at IS NULL"
+    "   UNION SELECT action_ref FROM offered)"
+    " SELECT coalesce(jsonb_agg(jsonb_build_object('action_ref', r.action_ref,"
+    "   'configured', conf.action_ref IS NOT NULL,"
+    "   'limits', jsonb_build_object('queue_timeout_s', conf.limits -> 'queue_timeout_s'),"
+    "   'counts', jsonb_build_object('requested', coalesce(c.requested, 0),"
+    "     'scheduling', coalesce(c.scheduling, 0), 'scheduled', coalesce(c.scheduled, 0),"
+    "     'running', coalesce(c.running, 0), 'canceling', coalesce(c.canceling, 0)),"
+    "   'paused', p.action_ref IS NOT NULL AND p.resumed_at IS NULL, 'paused_by', p.paused_by,"
+    "   'paused_at', p.paused_at, 'resumed_by', p.resumed_by, 'resumed_at', p.resumed_at)"
+    "   ORDER BY r.action_ref), '[]')::text AS doc"
+    " FROM refs r LEFT JOIN conf ON conf.action_ref = r.action_ref"
+    " LEFT JOIN counts c ON c.action_ref = r.action_ref"
+    " LEFT JOIN action_pauses p ON p.action_ref = r.action_ref";
+
+/* A pause already in force is kept as it is (its who and when); resuming one not paused
+ * changes nothing. Each answers the row as it is now, with whether this call changed it. */
+#define PAUSE_DOC(p)                                                                              \
+    "jsonb_build_object('action_ref', " p ".action_ref, 'paused', " p ".resumed_at IS NULL,"     \
+    " 'paused_by', " p ".paused_by, 'paused_at', " p ".paused_at, 'resumed_by', " p              \
+    ".resumed_by, 'resumed_at', " p ".resumed_at, 'changed', "
+const char q_action_pause[] =
+    "WITH u AS (INSERT INTO action_pauses AS t (action_ref, paused_by) VALUES ($1, $2)"
+    "   ON CONFLICT (action_ref) DO UPDATE SET paused_by = excluded.paused_by,"
+    "   paused_at = now(), resumed_by = NULL, resumed_at = NULL WHERE t.resumed_at IS NOT NULL"
+    "   RETURNING *)"
+    " SELECT (" PAUSE_DOC("p") "EXISTS (SELECT 1 FROM u)))::text AS doc"
+    " FROM (SELECT * FROM u UNION ALL SELECT * FROM action_pauses"
+    "   WHERE action_ref = $1 AND NOT EXISTS (SELECT 1 FROM u)) p";
+
+const char q_action_resume[] =
+    "WITH u AS (UPDATE action_pauses SET resumed_by = $2, resumed_at = now()"
+    "   WHERE action_ref = $1 AND resumed_at IS NULL RETURNING *)"
+    " SELECT coalesce((SELECT " PAUSE_DOC("u") "true) FROM u),"
+    "   (SELECT " PAUSE_DOC("a") "false) FROM action_pauses a WHERE a.action_ref = $1),"
+    "   jsonb_build_object('action_ref', $1::text, 'paused', false, 'changed', false))::text"
+    "   AS doc";
 /* clang-format on */
 
 const char q_investigate[] = "SELECT outcome, status, record_id, doc::text AS doc"

@@ -91,7 +91,10 @@ static int add_routes(api_t *x)
                       x) ||
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/retry", retry_handle, x) ||
            http_route(s, W | HTTP_POST, "/api/v1/executions/{}/investigate", api_investigate, x) ||
-           http_route(s, W | HTTP_POST, "/api/v1/executions/{}/complete", api_complete, x);
+           http_route(s, W | HTTP_POST, "/api/v1/executions/{}/complete", api_complete, x) ||
+           http_route(s, W | Q | HTTP_GET, "/api/v1/actions", api_actions, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/actions/{}/pause", api_action_pause, x) ||
+           http_route(s, W | HTTP_POST, "/api/v1/actions/{}/resume", api_action_resume, x);
 }
 
 int api_start(api_t *x)

@@ -147,6 +147,10 @@ void cancel_handle(http_req_t *r, void *arg);
 void retry_handle(http_req_t *r, void *arg);
 /* api_staleness.c: GET /api/v1/staleness. */
 void api_staleness(http_req_t *r, void *arg);
+/* api_actions.c: GET /api/v1/actions, POST /api/v1/actions/{ref}/pause and /resume. */
+void api_actions(http_req_t *r, void *arg);
+void api_action_pause(http_req_t *r, void *arg);
+void api_action_resume(http_req_t *r, void *arg);
 /* api_redrive_tasks.c: POST/GET /api/v1/redrive-tasks, GET /api/v1/redrive-tasks/{id}, GET
  * .../{id}/items, POST .../{id}/cancel and .../{id}/resume. */
 void api_redrive_tasks(http_req_t *r, void *arg);

@@ -21,16 +21,18 @@
 
 /* ---- submit ---- */
 
-/* When and how urgently (docs/flow-control.md): run_at or delay_s, and priority, checked and
- * added to row as q_submit reads them; -1 with err. */
+/* When, how urgently and how long it may wait (docs/flow-control.md): run_at or delay_s,
+ * priority and queue_timeout_s, checked and added to row as q_submit reads them; -1 with
+ * err. */
 static int schedule(const jf_t *f, const char *at, const char *sep, json_object *row)
 {
     const char *run_at = NULL;
-    int64_t delay = 0, prio = 0, us = 0;
-    int has_delay, has_prio;
+    int64_t delay = 0, prio = 0, us = 0, qt = 0;
+    int has_delay, has_prio, has_qt;
     if (jf_string(f, "run_at", false, TS_TEXT_MAX, &run_at) < 0 ||
         (has_delay = jf_int(f, "delay_s", false, 0, Q_DELAY_MAX_S, &delay)) < 0 ||
-        (has_prio = jf_int(f, "priority", false, Q_PRIORITY_MIN, Q_PRIORITY_MAX, &prio)) < 0)
+        (has_prio = jf_int(f, "priority", false, Q_PRIORITY_MIN, Q_PRIORITY_MAX, &prio)) < 0 ||
+        (has_qt = jf_int(f, "queue_timeout_s", false, 1, QUEUE_TIMEOUT_MAX_S, &qt)) < 0)
         return -1;
     if ((run_at && ts_parse(run_at, &us) != 0) || (run_at && has_delay == 1)) {
         snprintf(f->err, f->errlen, "%s%s%s", at, sep,
@@ -48,6 +50,8 @@ static int schedule(const jf_t *f, const char *at, const char *sep, json_object 
         json_object_object_add(row, "delay_s", json_object_new_int64(delay));
     if (has_prio == 1)
         json_object_object_add(row, "priority", json_object_new_int64(prio));
+    if (has_qt == 1)
+        json_object_object_add(row, "queue_timeout_s", json_object_new_int64(qt));
     return 0;
 }
 
@@ -60,9 +64,9 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
     const char *at = batch ? path : "", *sep = batch ? ": " : "";
     jf_t f = {in, batch ? path : NULL, err, errlen};
     static const char *const known[] = {
-        "action_ref",      "params",      "worker", "timeout_s", "max_attempts",
-        "retry_on",        "fallback",    "run_at", "delay_s",   "priority",
-        "idempotency_key", "traceparent", NULL};
+        "action_ref",      "params",          "worker",      "timeout_s", "max_attempts",
+        "retry_on",        "fallback",        "run_at",      "delay_s",   "priority",
+        "idempotency_key", "queue_timeout_s", "traceparent", NULL};
     if (!json_object_is_type(in, json_type_object)) {
         snprintf(err, errlen, "%s%sa submission is a JSON object, not %s", at, sep, jf_kind(in));
         return -1;
@@ -76,7 +80,7 @@ static int submission(json_object *in, size_t i, bool batch, json_object *out, c
             snprintf(err, errlen,
                      "%s%sunknown field '%.*s' (known: action_ref, params, worker, timeout_s, "
                      "max_attempts, retry_on, fallback, run_at, delay_s, priority, "
-                     "idempotency_key, traceparent)",
+                     "queue_timeout_s, idempotency_key, traceparent)",
                      at, sep, utf8_prec(key, 64), key);
             return -1;
         }
@@ -334,6 +338,8 @@ static void submit(api_t *x, http_req_t *r)
         ok = false;
     }
     ok = ok && key_header(r, batch, rows, &keyed) && trace_header(r, rows);
+    if (ok)
+        retry_fill_queue_timeouts(x->cfg, rows); /* actions.<ref>.queue_timeout_s */
     PGresult *res = NULL;
     if (ok && keyed > 0) {
         keyed_submit_t k = {json_object_to_json_string_ext(rows, JSON_C_TO_STRING_PLAIN),

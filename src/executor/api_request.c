@@ -150,26 +150,11 @@ bool api_transaction(api_t *x, http_req_t *r, const char *what, dbc_work_fn fn, 
     return false;
 }
 
-typedef struct query_work {
-    const char *sql;
-    int nparams;
-    const char *const *params;
-    PGresult *res;
-} query_work_t;
-
-static int query_fn(PGconn *db, void *arg, char *err, size_t errlen)
-{
-    query_work_t *q = arg;
-    PQclear(q->res);
-    q->res = NULL;
-    return db_exec(db, q->sql, q->nparams, q->params, &q->res, err, errlen);
-}
-
 bool api_query(api_t *x, http_req_t *r, const char *what, const char *sql, int nparams,
                const char *const *params, PGresult **out)
 {
-    query_work_t q = {.sql = sql, .nparams = nparams, .params = params};
-    if (api_transaction(x, r, what, query_fn, &q)) {
+    dbc_query_work_t q = {.sql = sql, .nparams = nparams, .params = params};
+    if (api_transaction(x, r, what, dbc_query_fn, &q)) {
         *out = q.res;
         return true;
     }

@@ -191,6 +191,27 @@ dbc_result_t dbc_statement(dbconn_t *d, const char *what, dbc_work_fn work, void
     return rc;
 }
 
+int dbc_query_fn(PGconn *db, void *arg, char *err, size_t errlen)
+{
+    dbc_query_work_t *q = arg;
+    PQclear(q->res);
+    q->res = NULL;
+    return db_exec(db, q->sql, q->nparams, q->params, &q->res, err, errlen);
+}
+
+dbc_result_t dbc_query(dbconn_t *d, const char *what, const char *sql, int nparams,
+                       const char *const *params, PGresult **res)
+{
+    dbc_query_work_t q = {sql, nparams, params, NULL};
+    dbc_result_t rc = dbc_statement(d, what, dbc_query_fn, &q);
+    if (rc != DBC_OK) {
+        PQclear(q.res);
+        q.res = NULL;
+    }
+    *res = q.res;
+    return rc;
+}
+
 /* ---- pools ---- */
 
 int dbc_pool_init(dbc_pool_t *p, const char *lane, size_t n, size_t max_waiting, const char *url,

@@ -64,6 +64,19 @@ typedef enum {
 dbc_result_t dbc_transaction(dbconn_t *d, const char *what, dbc_work_fn work, void *arg);
 /* The same for work that is one statement, without BEGIN/COMMIT (one round trip). */
 dbc_result_t dbc_statement(dbconn_t *d, const char *what, dbc_work_fn work, void *arg);
+/* One statement as a unit of work: dbc_query_fn runs sql with params and keeps the result in
+ * res (cleared first: a unit of work may be run again), which the caller PQclear()s. */
+typedef struct dbc_query_work {
+    const char *sql;
+    int nparams;
+    const char *const *params;
+    PGresult *res;
+} dbc_query_work_t;
+int dbc_query_fn(PGconn *db, void *arg, char *err, size_t errlen);
+/* dbc_statement of sql with text params: its result in *res (the caller PQclear()s it; NULL
+ * unless DBC_OK). */
+dbc_result_t dbc_query(dbconn_t *d, const char *what, const char *sql, int nparams,
+                       const char *const *params, PGresult **res);
 
 /*
  * A pool of connections for work that may run side by side (the HTTP API): a fiber takes one

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "executor/attempts.h"
+#include "executor/deadlines.h"
 #include "executor/dlq_handler.h"
 #include "executor/dlstore.h"
 #include "executor/headers.h"
@@ -39,6 +40,7 @@ typedef struct dlq_item {
     /* from the database */
     char *snapshot;
     bool fail_execution;
+    bool queue_timeout; /* expired past the execution's queue deadline (schema 035) */
     char expected_status[16];
     char *result; /* JSON text for the failed execution */
 } dlq_item_t;
@@ -134,12 +136,19 @@ static bool deadline_passed(const dlq_item_t *it)
 /* The failed execution's result: what happened, where, and the broker's own record. */
 static char *failure_result(const dlq_item_t *it, const char *error)
 {
+    const char *reason = it->queue_timeout ? "queue_timeout" : NULL;
     char when[TS_TEXT_MAX], message[600];
     ts_format(it->xd.time_s ? it->xd.time_s * 1000000 : now_wall_ms() * 1000, when, sizeof when);
     const char *queue = it->xd.queue[0] ? it->xd.queue : "its worker queue";
     char deadline[TS_TEXT_MAX];
     ts_format(it->disp.start_deadline_us, deadline, sizeof deadline);
-    if (!strcmp(broker_reason(it), "expired"))
+    if (it->queue_timeout)
+        snprintf(message, sizeof message,
+                 "The dispatch to worker %s waited in %s past the execution's queue deadline "
+                 "(queue_timeout_s) without being consumed; it expired and the broker "
+                 "dead-lettered it.",
+                 it->disp.worker_id, queue);
+    else if (!strcmp(broker_reason(it), "expired"))
         snprintf(message, sizeof message,
                  "The dispatch to worker %s waited in %s longer than the queue's TTL without being "
                  "consumed (is the worker running?); the broker dead-lettered it.",
@@ -156,6 +165,8 @@ static char *failure_result(const dlq_item_t *it, const char *error)
                  it->disp.worker_id, queue, broker_reason(it));
     json_object *r = json_object_new_object();
     json_object_object_add(r, "error", json_object_new_string(error));
+    if (reason)
+        json_object_object_add(r, "reason", json_object_new_string(reason));
     json_object_object_add(r, "message", json_object_new_string(message));
     json_object_object_add(r, "worker", json_object_new_string(it->disp.worker_id));
     json_object_object_add(r, "attempt", json_object_new_int(it->disp.attempt));
@@ -170,6 +181,8 @@ static char *failure_result(const dlq_item_t *it, const char *error)
 
 static const char *failure_error(const dlq_item_t *it)
 {
+    if (it->queue_timeout)
+        return QUEUE_TIMEOUT_ERROR;
     if (deadline_passed(it))
         return START_DEADLINE_ERROR;
     return !strcmp(broker_reason(it), "expired") ? TTL_EXPIRED_ERROR
@@ -186,12 +199,13 @@ static int load_rows(PGconn *db, dlq_item_t *items, size_t n, PGresult **out, ch
         if (items[i].needs_row)
             pgarr_add_int(&ids, items[i].disp.execution_id);
     const char *params[] = {pgarr_text(&ids)};
-    int rc = params[0]
-                 ? db_exec(db,
-                           "SELECT id, status, attempt, row_to_json(e)::text FROM executions e"
-                           " WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
-                           1, params, out, err, errlen)
-                 : -1;
+    int rc = params[0] ? db_exec(db,
+                                 "SELECT id, status, attempt, row_to_json(e)::text,"
+                                 " (e.queue_timeout_s IS NOT NULL AND e.due_at + make_interval(secs"
+                                 " => e.queue_timeout_s) <= now())::int FROM executions e"
+                                 " WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+                                 1, params, out, err, errlen)
+                       : -1;
     if (!params[0])
         snprintf(err, errlen, "out of memory");
     pgarr_free(&ids);
@@ -248,7 +262,12 @@ static void decide(dlq_item_t *items, size_t n, PGresult *rows, char (*status)[1
             inmsg_reject(&it->in, "status_conflict",
                          "the execution is %s, which cannot become failed", status[r]);
         } else {
-            snprintf(it->in.reason, sizeof it->in.reason, "%s", broker_reason(it));
+            /* An expiry past the execution's queue deadline is the deadline's doing, whether
+             * the dispatch's own expiration or the queue's TTL came first. */
+            it->queue_timeout = !strcmp(broker_reason(it), "expired") &&
+                                atoi(PQgetvalue(rows, r, 4)) == 1;
+            snprintf(it->in.reason, sizeof it->in.reason, "%s",
+                     it->queue_timeout ? "queue_timeout" : broker_reason(it));
             it->fail_execution = true;
             snprintf(it->expected_status, sizeof it->expected_status, "%s", status[r]);
             snprintf(status[r], 16, "failed");
@@ -300,6 +319,9 @@ static int fail_executions(PGconn *db, dlq_item_t *items, size_t n, executor_sta
         /* clang-format on */
         if (rc == 0)
             st->dlq_failed_executions += (uint64_t)PQntuples(res);
+        for (size_t i = 0; rc == 0 && i < n; i++)
+            if (items[i].fail_execution && items[i].queue_timeout)
+                st->queue_timeouts++;
         PQclear(res);
     }
     for (int k = 0; k < 5; k++)
@@ -326,7 +348,9 @@ static int end_attempts(PGconn *db, dlq_item_t *items, size_t n, executor_stats_
         dlq_item_t *it = &items[i];
         if (!it->fail_execution)
             continue;
-        bool expired = !strcmp(broker_reason(it), "expired");
+        /* A queue timeout is the execution's deadline, not a lost worker: failed, retried only
+         * when its policy retries failed (its next deadline counts from the retry's due time). */
+        bool expired = !strcmp(broker_reason(it), "expired") && !it->queue_timeout;
         json_object *x = hdr_x_death_json(&it->in.d->headers);
         xd[k] = x ? strdup(json_object_to_json_string_ext(x, JSON_C_TO_STRING_PLAIN)) : NULL;
         json_object_put(x);

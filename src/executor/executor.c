@@ -144,6 +144,7 @@ static void on_job(evutil_socket_t fd, short what, void *arg)
     }
 JOB_RUN(monitor_run)
 JOB_RUN(staleness_run)
+JOB_RUN(deadlines_run)
 JOB_RUN(events_run)
 JOB_RUN(redrive_tasks_run)
 JOB_RUN(retention_run)
@@ -153,6 +154,7 @@ JOB_RUN(hearing_check) /* the scheduler's live workers count from it too */
 enum {
     JOB_MONITOR,
     JOB_STALENESS,
+    JOB_DEADLINES,
     JOB_EVENTS,
     JOB_REDRIVE,
     JOB_RETENTION,
@@ -432,6 +434,7 @@ static int setup_events(executor_t *x)
                          (int64_t)x->cfg->executor.monitor_interval_s * 1000},
         [JOB_STALENESS] = {"staleness", job_staleness_run, &x->staleness,
                            (int64_t)x->cfg->staleness.interval_s * 1000},
+        [JOB_DEADLINES] = {"deadlines", job_deadlines_run, &x->deadlines, DEADLINES_INTERVAL_MS},
         [JOB_EVENTS] = {"events", job_events_run, &x->events,
                         x->cfg->events.interval_ms}, /* off: it empties the outbox */
         [JOB_REDRIVE] = {"redrive-tasks", job_redrive_tasks_run, &x->redrive_tasks,
@@ -491,6 +494,7 @@ static void lend(executor_t *x)
                              .retire = &x->retire,
                              .cancel = &x->cancel};
     x->staleness = (staleness_t){.cfg = cfg, .db = jobs, .stats = st};
+    x->deadlines = (deadlines_t){.cfg = cfg, .db = jobs, .stats = st};
     x->events = (events_t){.cfg = cfg, .db = jobs, .pub = x->pub, .admin = x->admin, .stats = st};
     x->redrive_tasks = (redrive_tasks_t){.cfg = cfg, .db = jobs, .stats = st};
     x->retention = (retention_t){.cfg = cfg, .db = jobs, .stats = st};

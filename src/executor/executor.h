@@ -26,6 +26,7 @@
 #include "executor/retire.h"
 #include "executor/scheduler.h"
 #include "executor/staleness.h"
+#include "executor/deadlines.h"
 #include "executor/stats.h"
 #include "warren/config.h"
 #include "warren/evloop.h"
@@ -66,6 +67,7 @@ typedef struct executor {
     retire_t retire;
     cancel_sender_t cancel;
     staleness_t staleness;
+    deadlines_t deadlines;
     events_t events;
     redrive_tasks_t redrive_tasks;
     retention_t retention;
@@ -75,9 +77,9 @@ typedef struct executor {
     struct event sched_ev; /* the scheduler's tick */
     struct event pump_ev, stats_ev, watchdog_ev, drain_ev;
     /* Periodic jobs on timers of their own, each skipped while draining (executor.c, jobs[]):
-     * the monitor, staleness, dead-letter events, bulk redrive tasks, retention, the gauges,
-     * and recording that heartbeats are heard again. */
-    executor_job_t jobs[7];
+     * the monitor, staleness, queue deadlines, dead-letter events, bulk redrive tasks,
+     * retention, the gauges, and recording that heartbeats are heard again. */
+    executor_job_t jobs[8];
     int64_t drain_deadline_ms; /* monotonic: fibers still running then are cancelled */
     evloop_signals_t signals;
     bool draining;

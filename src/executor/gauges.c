@@ -37,6 +37,14 @@ static const char actions_sql[] =
     " FROM workers w WHERE w.last_heartbeat > now() - interval '7 days') a"
     " GROUP BY a.action ORDER BY a.action LIMIT 64";
 
+/* The paused actions (schema 035) with how long ago, and the requested executions that wait
+ * because their action is paused (in the first row; each action's own count is not needed). */
+static const char paused_sql[] =
+    "SELECT p.action_ref, extract(epoch FROM now() - p.paused_at),"
+    " (SELECT count(*) FROM executions e JOIN action_pauses q ON q.action_ref = e.action_ref"
+    "  WHERE e.status = " EXEC_SQL(REQUESTED) " AND q.resumed_at IS NULL)"
+    " FROM action_pauses p WHERE p.resumed_at IS NULL ORDER BY p.action_ref LIMIT 64";
+
 /* Status changes: events are counted once every event up to an id is older than
  * TRANSITIONS_LAG_S, so one a transaction still holds (ids are taken before commit) is not
  * skipped; the executor's and the CLI's transactions are bounded far below that. $1: the last
@@ -171,6 +179,22 @@ static int breakers_fn(PGconn *db, void *arg, char *err, size_t errlen)
     return record_breakers(db, arg, err, errlen);
 }
 
+static int read_paused(PGconn *db, gauges_values_t *g, char *err, size_t errlen)
+{
+    PGresult *res = NULL;
+    if (db_exec(db, paused_sql, 0, NULL, &res, err, errlen) != 0)
+        return -1;
+    size_t max = sizeof g->paused / sizeof g->paused[0];
+    for (int i = 0; i < PQntuples(res) && g->n_paused < max; i++) {
+        snprintf(g->paused[g->n_paused].action, sizeof g->paused[0].action, "%s",
+                 PQgetvalue(res, i, 0));
+        g->paused[g->n_paused++].age = strtod(PQgetvalue(res, i, 1), NULL);
+    }
+    g->waiting_paused = PQntuples(res) > 0 ? strtoll(PQgetvalue(res, 0, 2), NULL, 10) : 0;
+    PQclear(res);
+    return 0;
+}
+
 static int refresh_fn(PGconn *db, void *arg, char *err, size_t errlen)
 {
     refresh_t *r = arg;
@@ -205,6 +229,8 @@ static int refresh_fn(PGconn *db, void *arg, char *err, size_t errlen)
     }
     if (rc == 0)
         r->g.live_workers = strtoll(PQgetvalue(l, 0, 0), NULL, 10);
+    if (rc == 0)
+        rc = read_paused(db, &r->g, err, errlen);
     PQclear(b);
     PQclear(a);
     PQclear(l);
@@ -250,6 +276,9 @@ void gauges_run(gauges_t *job)
         memcpy(r.g.backlog, job->values.backlog, sizeof r.g.backlog);
         memcpy(r.g.actions, job->values.actions, sizeof r.g.actions);
         r.g.n_actions = job->values.n_actions;
+        memcpy(r.g.paused, job->values.paused, sizeof r.g.paused);
+        r.g.n_paused = job->values.n_paused;
+        r.g.waiting_paused = job->values.waiting_paused;
         r.g.live_workers = job->values.live_workers;
         memcpy(r.g.dl_open, job->values.dl_open, sizeof r.g.dl_open);
         memcpy(r.g.dl_open_oldest_age, job->values.dl_open_oldest_age,
@@ -274,6 +303,14 @@ static void by_open_resolution(metrics_out_t *o, const char *name, const double 
     }
 }
 
+/* One sample of family name labelled with an action. */
+static void action_sample(metrics_out_t *o, const char *name, const char *action, double v)
+{
+    char labels[320] = "";
+    (void)metrics_label(labels, sizeof labels, "action", action);
+    metrics_sample(o, name, labels, v);
+}
+
 void gauges_collect(metrics_out_t *o, void *arg)
 {
     const gauges_t *job = arg;
@@ -294,11 +331,18 @@ void gauges_collect(metrics_out_t *o, void *arg)
     metrics_family(o, "warren_action_workers_live", "gauge",
                    "Live workers offering each action that a worker seen in the last 7 days "
                    "offered (at most 64 actions)");
-    for (size_t i = 0; i < g->n_actions; i++) {
-        labels[0] = '\0';
-        (void)metrics_label(labels, sizeof labels, "action", g->actions[i].action);
-        metrics_sample(o, "warren_action_workers_live", labels, (double)g->actions[i].live);
-    }
+    for (size_t i = 0; i < g->n_actions; i++)
+        action_sample(o, "warren_action_workers_live", g->actions[i].action,
+                      (double)g->actions[i].live);
+    metrics_family(o, "warren_executions_waiting", "gauge",
+                   "Requested executions held back, by reason: paused (their action is paused; "
+                   "refreshed every 10 s)");
+    metrics_sample(o, "warren_executions_waiting", "reason=\"paused\"", (double)g->waiting_paused);
+    metrics_family(o, "warren_action_paused_seconds", "gauge",
+                   "How long each paused action has been paused (at most 64 actions; refreshed "
+                   "every 10 s)");
+    for (size_t i = 0; i < g->n_paused; i++)
+        action_sample(o, "warren_action_paused_seconds", g->paused[i].action, g->paused[i].age);
     metrics_family(o, "warren_dead_letter_queue_messages", "gauge",
                    "Messages ready in the dead-letter queue, not yet stored");
     metrics_sample(o, "warren_dead_letter_queue_messages", "", (double)g->dlq_messages);

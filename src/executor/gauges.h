@@ -25,8 +25,14 @@ typedef struct gauges_values {
         int64_t live; /* live workers offering it (0: every worker that offers it is gone) */
     } actions[64];
     size_t n_actions;
-    int64_t dlq_messages;  /* ready in the dead-letter queue (passive declare) */
-    double dlq_oldest_age; /* seconds: see gauges.c */
+    struct {
+        char action[ACTION_REF_MAX + 1];
+        double age; /* seconds since it was paused */
+    } paused[64];   /* paused actions (schema 035), at most 64 */
+    size_t n_paused;
+    int64_t waiting_paused; /* requested executions of a paused action */
+    int64_t dlq_messages;   /* ready in the dead-letter queue (passive declare) */
+    double dlq_oldest_age;  /* seconds: see gauges.c */
     int64_t dlq_nonempty_since_ms;
     /* Open investigation records, [0] pending and [1] investigating 
      * how many (the dead-letter tallies) and the oldest one's age in seconds (0: none). */

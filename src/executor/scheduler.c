@@ -47,16 +47,29 @@
  * that stops at the batch. Every priority is named (the column's check allows no other) so
  * that the scan seeks to each priority's due rows in turn and never steps over rows that are
  * due later, however many are scheduled ahead (docs/flow-control.md has the plans). */
+/* A row past its queue deadline is left to the deadline sweep (deadlines.c); the others carry
+ * the milliseconds left of it, the dispatch's expiration. A paused action's rows stay requested
+ * (schema 035's action_pauses; docs/flow-control.md). The pinned claim skips them with an
+ * anti-join, which keeps its plan an index scan that stops at the batch; the unpinned claim
+ * reads the paused actions once (an InitPlan) and compares each row with that short array,
+ * cheaper than probing action_pauses for every row of another action the scan steps over. */
 #define CLAIM_COLUMNS "SELECT e.id, e.action_ref, e.params::text, e.pinned_worker, e.attempt," \
-                      " e.timeout_s, e.redrive_count, warren_traceparent(e.id, e.traceparent)"  \
-                      " FROM executions e"                                                 \
+                      " e.timeout_s, e.redrive_count,"                                      \
+                      " ceil(extract(epoch FROM e.due_at + make_interval(secs =>"           \
+                      " e.queue_timeout_s) - now()) * 1000)::bigint,"                       \
+                      " warren_traceparent(e.id, e.traceparent) FROM executions e"           \
                       " WHERE e.status = " EXEC_SQL(REQUESTED) " AND e.priority = ANY("     \
-                      "'{9,8,7,6,5,4,3,2,1,0}'::smallint[]) AND e.due_at <= now() AND "
+                      "'{9,8,7,6,5,4,3,2,1,0}'::smallint[]) AND e.due_at <= now() AND"      \
+                      " (e.queue_timeout_s IS NULL OR e.due_at + make_interval(secs =>"     \
+                      " e.queue_timeout_s) > now()) AND "
+#define PAUSED_SQL "SELECT p.action_ref FROM action_pauses p WHERE p.resumed_at IS NULL"
 static const char claim_pinned_sql[] =
-    CLAIM_COLUMNS "e.pinned_worker IS NOT NULL"
+    CLAIM_COLUMNS "NOT EXISTS (" PAUSED_SQL " AND p.action_ref = e.action_ref)"
+    " AND e.pinned_worker IS NOT NULL"
     " ORDER BY e.priority DESC, e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 static const char claim_free_sql[] =
-    CLAIM_COLUMNS "e.pinned_worker IS NULL AND e.action_ref = ANY($2::text[])"
+    CLAIM_COLUMNS "e.action_ref <> ALL(ARRAY(" PAUSED_SQL ")) AND e.pinned_worker IS NULL"
+    " AND e.action_ref = ANY($2::text[])"
     " ORDER BY e.priority DESC, e.due_at, e.id LIMIT $1 FOR UPDATE OF e SKIP LOCKED";
 
 /* Executors scheduling at once share the workers without waiting for each other and without a
@@ -118,7 +131,8 @@ typedef struct sched_job {
     const char *action_ref, *params, *pinned; /* into the claim result */
     const char *traceparent; /* the same: the dispatch's trace_id header (schema 038) */
     int timeout_s;
-    int redrive_count; /* manual redrives so far: the dispatch's redrive_count header */
+    int redrive_count;        /* manual redrives so far: the dispatch's redrive_count header */
+    int64_t deadline_left_ms; /* of its queue_timeout_s: the dispatch's expiration; 0: none */
     assign_job_t a;
     const char *worker;   /* chosen worker id, NULL when none */
     char fail_error[320]; /* no dispatch can be built: fail it */
@@ -182,7 +196,10 @@ static void add_jobs(sched_batch_t *b, PGresult *res)
         j->attempt = atoi(PQgetvalue(res, r, 4)) + 1;
         j->timeout_s = PQgetisnull(res, r, 5) ? 0 : atoi(PQgetvalue(res, r, 5));
         j->redrive_count = atoi(PQgetvalue(res, r, 6));
-        j->traceparent = PQgetvalue(res, r, 7);
+        j->deadline_left_ms = PQgetisnull(res, r, 7) ? 0 : strtoll(PQgetvalue(res, r, 7), NULL, 10);
+        if (j->deadline_left_ms < 0)
+            j->deadline_left_ms = 0;
+        j->traceparent = PQgetvalue(res, r, 8);
         j->a.action_ref = j->action_ref;
         j->a.pinned_worker = j->pinned;
     }
@@ -502,6 +519,16 @@ static void publish_confirmed(sched_t *s, const sched_job_t *j)
            j->message_id, NULL);
 }
 
+/* A dispatch with a queue deadline expires from the worker queue when it passes (the dead-letter
+ * handler then fails it with reason queue_timeout); the queue's TTL bounds it when shorter. */
+static int64_t expiration_ms(const sched_t *s, const sched_job_t *j)
+{
+    int64_t ttl = s->cfg->rabbitmq.worker_queue_ttl_ms;
+    if (j->deadline_left_ms <= 0 || (ttl > 0 && j->deadline_left_ms >= ttl))
+        return 0;
+    return j->deadline_left_ms;
+}
+
 static void publish(sched_t *s, sched_batch_t *b)
 {
     if (b->n == 0) /* nothing was claimed (and calloc(0) need not return a pointer) */
@@ -529,7 +556,8 @@ static void publish(sched_t *s, sched_batch_t *b)
                                  .attempt = j->attempt,
                                  .action_ref = j->action_ref,
                                  .redrive_count = j->redrive_count,
-                                 .mandatory = true};
+                                 .mandatory = true,
+                                 .expiration_ms = expiration_ms(s, j)};
         job_of[m++] = i;
     }
     /* results[] says how each one ended; the overall status adds nothing. The tick's fiber

@@ -18,22 +18,9 @@
 #define STALENESS_ROUNDS 10
 #define STALENESS_LIST_DEFAULT 1000
 
-typedef struct sweep {
-    const char *params[2];
-    PGresult *res;
-} sweep_t;
-
-static int sweep_fn(PGconn *db, void *arg, char *err, size_t errlen)
-{
-    sweep_t *s = arg;
-    PQclear(s->res);
-    s->res = NULL;
-    return db_exec(db,
-                   "SELECT id, kind, from_status, to_status, coalesce(worker, ''),"
-                   " round(time_in_state_s::numeric, 1), threshold_s"
-                   " FROM warren_staleness_sweep($1::jsonb, $2::integer)",
-                   2, s->params, &s->res, err, errlen);
-}
+static const char sweep_sql[] = "SELECT id, kind, from_status, to_status, coalesce(worker, ''),"
+                                " round(time_in_state_s::numeric, 1), threshold_s"
+                                " FROM warren_staleness_sweep($1::jsonb, $2::integer)";
 
 /* Log and count what one batch did; returns how many rows it had. */
 static int report(staleness_t *st, PGresult *res)
@@ -64,14 +51,16 @@ void staleness_run(staleness_t *st)
     if (!cfg)
         return;
     snprintf(limit, sizeof limit, "%d", st->cfg->executor.batch_size);
-    sweep_t s = {.params = {cfg, limit}};
+    const char *params[] = {cfg, limit};
     /* Full batches mean more are waiting; a bounded number of rounds keeps the loop turning. */
     for (int round = 0; round < STALENESS_ROUNDS; round++) {
-        if (dbc_transaction(st->db, "checking staleness", sweep_fn, &s) != DBC_OK)
+        PGresult *res = NULL;
+        if (dbc_query(st->db, "checking staleness", sweep_sql, 2, params, &res) != DBC_OK)
             break;
-        if (report(st, s.res) < st->cfg->executor.batch_size)
+        int n = report(st, res);
+        PQclear(res);
+        if (n < st->cfg->executor.batch_size)
             break;
     }
-    PQclear(s.res);
     free(cfg);
 }

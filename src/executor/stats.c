@@ -182,6 +182,10 @@ int stats_register(executor_stats_t *s, metrics_registry_t *r)
         {"warren_staleness_timeouts_total", "",
          "Executions ended by the staleness detector (failed, or abandoned when running)",
          &s->staleness_timeouts},
+        {"warren_queue_timeouts_total", "",
+         "Executions failed because no worker started them within their queue_timeout_s "
+         "(still requested, or their dispatch expired in a worker queue)",
+         &s->queue_timeouts},
         {"warren_dead_letter_events_total", "result=\"published\"",
          "ExecutionDeadLettered events: published (confirmed), or failed (the record stays "
          "unemitted and is published again)",

@@ -41,6 +41,7 @@
     X(dead_letters_redriven)  /* dead letters redriven (a new attempt of their execution) */       \
     X(staleness_warnings)     /* executions past staleness.warning_pct of their threshold */       \
     X(staleness_timeouts)     /* executions ended by the staleness detector */                     \
+    X(queue_timeouts)         /* executions failed past their queue_timeout_s (both paths) */      \
     X(events_published)       /* ExecutionDeadLettered events confirmed by the broker */           \
     X(events_failed)          /* event publishes that failed (the record stays unemitted) */       \
     X(ended_events_published) /* ExecutionEnded events confirmed by the broker */                  \

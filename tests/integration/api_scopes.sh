@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every route of /api/v1 with a key of every scope (read, submit, operate, admin, and the
 # deprecated write): 403 below the route's scope, and past the authorization at or above it (the
-# requests name rows that do not exist or carry an empty body, so they end in 400, 404 or 409
-# and change nothing); 401 without a key. A write key works as operate, with a warning naming
+# requests name rows that do not exist, carry an empty body or a field the route does not take,
+# so they end in 400, 404 or 409 and change nothing); 401 without a key. A write key works as operate, with a warning naming
 # it at start and at a reload.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/common.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/topology.sh"
@@ -39,6 +39,7 @@ routes=(
     "GET|/api/v1/redrive-tasks||read"
     "GET|/api/v1/redrive-tasks/$no||read"
     "GET|/api/v1/redrive-tasks/$no/items||read"
+    "GET|/api/v1/actions||read"
     "POST|/api/v1/executions|{}|submit"
     "POST|/api/v1/executions/$no/cancel||operate"
     "POST|/api/v1/executions/$no/retry||operate"
@@ -51,6 +52,8 @@ routes=(
     "POST|/api/v1/redrive-tasks|{}|admin"
     "POST|/api/v1/redrive-tasks/$no/cancel||admin"
     "POST|/api/v1/redrive-tasks/$no/resume||admin"
+    "POST|/api/v1/actions/scope.none/pause|{\"x\": 1}|admin"
+    "POST|/api/v1/actions/scope.none/resume|{\"x\": 1}|admin"
 )
 # What these keys changed: rows that name them.
 changed() {

@@ -154,7 +154,8 @@ static void test_actions(void **state)
     (void)state;
     char why[256];
     const char *spec = "core.fail: max_attempts=3 retry_on=tempfail,timeout jitter=10%;"
-                       " reports.build: backoff=polynomial; core.fail: base_ms=250";
+                       " reports.build: backoff=polynomial queue_timeout_s=600;"
+                       " core.fail: base_ms=250";
     assert_int_equal(retry_actions_check(spec, why, sizeof why), 0);
     assert_int_equal(retry_actions_check("", why, sizeof why), 0);
     retry_policy_t d, p;
@@ -170,6 +171,9 @@ static void test_actions(void **state)
     assert_int_equal(retry_policy_for(spec, "reports.build", &d, &p), 0);
     assert_int_equal(p.backoff, BACKOFF_POLYNOMIAL);
     assert_int_equal(p.max_attempts, 1);
+    assert_int_equal(p.queue_timeout_s, 600); /* actions.<ref>.queue_timeout_s */
+    assert_int_equal(retry_policy_for(spec, "core.fail", &d, &p), 0);
+    assert_int_equal(p.queue_timeout_s, 0); /* none unless set */
     assert_int_equal(retry_policy_for(spec, "core", &d, &p), 0);
     assert_memory_equal(&p, &d, sizeof p);
     static const char *const bad[] = {
@@ -178,6 +182,7 @@ static void test_actions(void **state)
         "core.fail: retry_on=sometimes", "core.fail: backoff=linear",
         "core fail: max_attempts=2",     ".x: max_attempts=2",
         "core.fail: max_attempts",       "core.fail: jitter=50",
+        "core.fail: queue_timeout_s=-1", "core.fail: queue_timeout_s=31622401",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         if (retry_actions_check(bad[i], why, sizeof why) != -1)
