@@ -16,6 +16,8 @@ fake_worker slow reload # live, but never starts anything
 action=$(unique_name act)
 forget_executions "$action"
 export WARREN__LOG__FORMAT=json
+# The monitor fails the dispatch nobody started, not redispatched first (docs/retries.md).
+export WARREN__EXECUTOR__MAX_REDISPATCHES=0
 conf="$TEST_TMP/warren.conf"
 api_keys_file # "ops" (admin) and "viewer" (read)
 cat >"$conf" <<EOF

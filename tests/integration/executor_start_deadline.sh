@@ -14,6 +14,8 @@ action=$(unique_name act)
 forget_executions "$action"
 # The monitor is off, so only the worker's rejection can fail it.
 export WARREN__EXECUTOR__SCHEDULED_TIMEOUT_S=2 WARREN__EXECUTOR__MONITOR_INTERVAL_S=0
+# Failed, not redispatched (never started, it would be by default: docs/retries.md).
+export WARREN__EXECUTOR__MAX_REDISPATCHES=0
 exec_start ex
 heartbeat_seen "$w" "$action"
 
