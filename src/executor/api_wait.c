@@ -65,11 +65,9 @@ static void check(void *arg)
                                   now_mono_ms() + x->cfg->api.statement_timeout_ms)) != NULL) {
             const char *p[] = {text};
             PGresult *res = NULL;
-            char err[ERRBUF_SIZE];
-            PGconn *db = d->conn;
-            if (db &&
-                db_exec(db, "SELECT id FROM executions WHERE id = ANY($1::bigint[]) AND " ENDED_SQL,
-                        1, p, &res, err, sizeof err) == 0) {
+            if (dbc_query(d, "looking for ended executions",
+                          "SELECT id FROM executions WHERE id = ANY($1::bigint[]) AND " ENDED_SQL,
+                          1, p, &res) == DBC_OK) {
                 for (int i = 0; i < PQntuples(res); i++) {
                     int64_t id = strtoll(PQgetvalue(res, i, 0), NULL, 10);
                     for (api_waiter_t *a = w->head; a; a = a->next)
@@ -78,10 +76,7 @@ static void check(void *arg)
                             fiber_cond_signal(&a->cond);
                         }
                 }
-            } else if (db) {
-                log_kv(LOG_DEBUG, "cannot look for ended executions; waiters look again", "error",
-                       err, NULL);
-            }
+            } /* else logged by dbconn: the next announcement looks again, or the deadline ends it */
             PQclear(res);
             dbc_pool_release(x->api_reads, d);
         }

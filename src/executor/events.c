@@ -109,11 +109,11 @@ static void routing_key(const events_t *e, PGresult *res, int i, char *key, size
         snprintf(key, len, "%s", e->cfg->events.dead_lettered_key);
         return;
     }
-    snprintf(key, len, "%s", PQgetvalue(res, i, 4));
-    size_t n = strlen(key);
-    if (n < (size_t)PQgetlength(res, i, 4))
-        while (n > 0 && ((unsigned char)key[n] & 0xC0) == 0x80)
-            key[--n] = '\0';
+    const char *full = PQgetvalue(res, i, 4);
+    snprintf(key, len, "%s", full);
+    /* Cut: while the first byte left out continues a character, leave out that character. */
+    for (size_t n = strlen(key); n > 0 && ((unsigned char)full[n] & 0xC0) == 0x80;)
+        key[--n] = '\0';
 }
 
 /* Publish the rows of res; the keys confirmed go into ok. Returns the first failure or MQ_OK. */
